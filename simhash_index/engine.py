@@ -1,0 +1,97 @@
+"""SQLAlchemy engines set up for atomic check-and-add on SQLite and PostgreSQL.
+
+SQLite: WAL, a busy timeout, and `BEGIN IMMEDIATE` for writing transactions, so
+check-and-add holds the single writer lock from its first read.
+PostgreSQL: READ COMMITTED, with transaction-level advisory locks on the values
+a check reads (`advisory_lock_keys`), taken in sorted order.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
+
+from .errors import IndexUnavailableError
+
+WRITE = "simhash_write"  # execution option: this transaction will write
+SQLITE_BUSY_TIMEOUT_S = 60
+_LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
+
+
+def parse_url(url: str | URL) -> URL:
+    """A database URL, with a plain `postgresql://` mapped to psycopg 3."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise IndexUnavailableError(
+            f"url {str(url)!r} is not a database URL: use e.g. sqlite:///simhash.db or postgresql://user@host/db"
+        ) from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise IndexUnavailableError(
+            f"url {masked(parsed)!r}: only sqlite:// and postgresql:// databases are supported"
+        )
+    return parsed
+
+
+def masked(url: URL) -> str:
+    """The URL with its password hidden, for messages and logs."""
+    return url.render_as_string(hide_password=True)
+
+
+def is_memory(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def open_engine(url: URL) -> Engine:
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    return create_engine(url, pool_pre_ping=True, isolation_level="READ COMMITTED")
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
+    if is_memory(url):
+        engine = create_engine(url, connect_args=connect_args, poolclass=StaticPool)
+    else:
+        engine = create_engine(url, connect_args=connect_args)
+
+    @event.listens_for(engine, "connect")
+    def _setup(dbapi_connection, _record):  # noqa: ANN001 - DBAPI objects
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get(WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def advisory_lock_keys(blocks: tuple[int, ...] | None, text_hash: int | None, key_hash: int) -> list[tuple[int, int]]:
+    """(class id, object id) pairs that serialise checks which could see each other.
+
+    Two near-duplicates share a block value at the same position, two exact
+    duplicates share a text hash, and two checks of one URL share its key hash.
+    Sorted, so every process takes them in the same order and cannot deadlock.
+    """
+    keys = [(_LOCK_SPACE + 5, _int32(key_hash))]
+    if text_hash is not None:
+        keys.append((_LOCK_SPACE + 4, _int32(text_hash)))
+    if blocks is not None:
+        keys += [(_LOCK_SPACE + i, value) for i, value in enumerate(blocks)]
+    return sorted(keys)
+
+
+def _int32(value: int) -> int:
+    low = value & 0xFFFFFFFF
+    return low - (1 << 32) if low >= 1 << 31 else low

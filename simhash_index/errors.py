@@ -1,0 +1,21 @@
+"""Errors the library raises; each message says what went wrong and what to do."""
+
+
+class SimhashIndexError(Exception):
+    """Base class of this library's errors."""
+
+
+class IndexUnavailableError(SimhashIndexError):
+    """The database cannot be reached or opened."""
+
+
+class IndexNotFoundError(SimhashIndexError):
+    """The database has no simhash tables (and creating them was not asked for)."""
+
+
+class SchemaVersionError(SimhashIndexError):
+    """The database was written by an incompatible version of simhash-index."""
+
+
+class SchemeMismatchError(SimhashIndexError):
+    """The database holds fingerprints of another scheme; they are not comparable."""

@@ -1,0 +1,183 @@
+"""Text -> weighted features -> fingerprint, with the settings that define a scheme."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import xxhash
+
+from . import stopwords as _stopwords
+from .simhash import simhash
+from .sketch import minhash
+from .tokenize import TOKENIZERS, normalize, words
+
+Tokenizer = Callable[[str], list[str]]
+WEIGHTINGS = ("tf", "sublinear", "tfidf")
+
+
+class NoFeaturesError(ValueError):
+    """The text has no features (empty, punctuation or stop words only): it has no fingerprint."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What the index stores of a page's text.
+
+    `simhash` is None for short texts, which are matched only exactly by
+    `text_hash` (the hash of the normalised text); `sketch` verifies simhash
+    candidates before a drop.
+    """
+
+    simhash: int | None
+    text_hash: int | None
+    sketch: bytes | None = None
+
+
+def text_hash(normalized_text: str) -> int:
+    """Unsigned 64-bit hash of an already normalised text."""
+    return xxhash.xxh64_intdigest(normalized_text.encode("utf-8"))
+
+
+def _mapping_digest(mapping: Mapping[str, float] | None) -> str:
+    if mapping is None:
+        return "none"
+    digest = xxhash.xxh64()
+    for key in sorted(mapping):
+        digest.update(f"{key}\0{mapping[key]!r}\0".encode())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Fingerprinter:
+    """Turns text into weighted features, a 64-bit simhash and a Signature.
+
+    normalization: Unicode form applied first (None to skip); casefold: fold case.
+    tokenizer: "auto" (jieba where there is Chinese), "jieba", "words", or a callable.
+    stopwords: True for the built-in English and Chinese lists, False, or your own set.
+    weighting: "tf", "sublinear" (1 + log tf) or "tfidf" (tf * idf; jieba's IDF table
+      unless `idf` is given). word_weights multiplies the weight of given words.
+    ngram: word n-gram shingles as features (1 = single words).
+    min_length: normalised texts shorter than this many characters are matched only
+      exactly; simhash on a few words is unreliable.
+    sketch_size, sketch_ngram: slots of the MinHash verification sketch (0 disables)
+      and the shingle size it is computed over (Han characters count as words).
+    """
+
+    normalization: str | None = "NFKC"
+    casefold: bool = True
+    tokenizer: str | Tokenizer = "auto"
+    stopwords: bool | Collection[str] = True
+    weighting: str = "tf"
+    idf: Mapping[str, float] | None = None
+    word_weights: Mapping[str, float] | None = None
+    ngram: int = 1
+    min_length: int = 200
+    sketch_size: int = 64
+    sketch_ngram: int = 3
+    _stop: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tokenizer, str) and self.tokenizer not in TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable; got {self.tokenizer!r}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}; got {self.weighting!r}")
+        if not isinstance(self.ngram, int) or self.ngram < 1:
+            raise ValueError(f"ngram must be a positive integer; got {self.ngram!r}")
+        if self.min_length < 0:
+            raise ValueError(f"min_length must be >= 0; got {self.min_length!r}")
+        if self.sketch_size < 0 or self.sketch_ngram < 1:
+            raise ValueError("sketch_size must be >= 0 and sketch_ngram >= 1")
+        if self.stopwords is True:
+            stop = _stopwords.ALL
+        elif self.stopwords is False:
+            stop = frozenset()
+        else:
+            stop = frozenset(self.stopwords)
+        object.__setattr__(self, "_stop", stop)
+
+    @cached_property
+    def scheme(self) -> str:
+        """Everything that makes fingerprints comparable, as one string the index records."""
+        tokenizer = self.tokenizer if isinstance(self.tokenizer, str) else getattr(self.tokenizer, "__qualname__", "custom")
+        stop = {frozenset(): "none", _stopwords.ALL: "builtin"}.get(self._stop) or _mapping_digest(dict.fromkeys(self._stop, 1))
+        return (
+            f"xxh64/64 norm={self.normalization}{'+casefold' if self.casefold else ''} tokens={tokenizer}"
+            f" stop={stop} ngram={self.ngram} weighting={self.weighting} idf={_mapping_digest(self.idf)}"
+            f" weights={_mapping_digest(self.word_weights)} min_length={self.min_length}"
+            f" sketch=minhash{self.sketch_size}x16/{self.sketch_ngram}"
+        )
+
+    def normalize(self, text: str) -> str:
+        return normalize(text, form=self.normalization, casefold=self.casefold)
+
+    def tokens(self, normalized_text: str) -> list[str]:
+        cut = TOKENIZERS[self.tokenizer] if isinstance(self.tokenizer, str) else self.tokenizer
+        return [t for t in cut(normalized_text) if t not in self._stop]
+
+    def features(self, text: str) -> dict[str, float]:
+        """Weighted features of a text: feature -> weight."""
+        return self._weigh(self._feature_counts(self.normalize(text)))
+
+    def fingerprint(self, text: str) -> int:
+        """The 64-bit simhash of a text; NoFeaturesError when it has no features."""
+        features = self.features(text)
+        if not features:
+            raise NoFeaturesError("text has no features (empty, or only punctuation/stop words): it has no fingerprint")
+        return simhash(features)
+
+    def signature(self, text: str) -> Signature | None:
+        """What the index stores for a text, or None when it has no features."""
+        normalized = self.normalize(text)
+        counts = self._feature_counts(normalized)
+        if not counts:
+            return None
+        exact = text_hash(normalized)
+        if len(normalized) < self.min_length:
+            return Signature(None, exact)
+        sketch = None
+        if self.sketch_size:
+            sketch = minhash(set(_ngrams(words(normalized), self.sketch_ngram)), self.sketch_size)
+        return Signature(simhash(self._weigh(counts)), exact, sketch)
+
+    def _feature_counts(self, normalized: str) -> Counter[str]:
+        return Counter(_ngrams(self.tokens(normalized), self.ngram))
+
+    def _weigh(self, counts: Counter[str]) -> dict[str, float]:
+        if self.weighting == "tf":
+            weights = {f: float(c) for f, c in counts.items()}
+        elif self.weighting == "sublinear":
+            weights = {f: 1.0 + math.log(c) for f, c in counts.items()}
+        else:
+            idf, default = self._idf_table
+            weights = {f: c * idf.get(f, default) for f, c in counts.items()}
+        if self.word_weights:
+            for feature in weights:
+                weights[feature] *= self.word_weights.get(feature, 1.0)
+        return weights
+
+    @cached_property
+    def _idf_table(self) -> tuple[Mapping[str, float], float]:
+        if self.idf is not None:
+            values = sorted(self.idf.values())
+            return self.idf, values[len(values) // 2] if values else 1.0
+        from jieba.analyse import default_tfidf  # loads jieba's IDF table once
+
+        return default_tfidf.idf_freq, default_tfidf.median_idf
+
+
+def _ngrams(tokens: list[str], n: int) -> list[str]:
+    if n == 1 or len(tokens) < n:
+        return tokens if n == 1 or not tokens else [" ".join(tokens)]
+    return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+
+
+DEFAULT = Fingerprinter()
+
+
+def fingerprint(text: str) -> int:
+    """The 64-bit simhash of a text with the default Fingerprinter."""
+    return DEFAULT.fingerprint(text)

@@ -1,0 +1,382 @@
+"""SimhashIndex: stored fingerprints in SQL, found by four 16-bit block lookups."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import xxhash
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from . import schema
+from .engine import WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
+from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SchemeMismatchError
+from .fingerprint import DEFAULT, Signature
+from .simhash import blocks, hamming, to_signed, to_unsigned
+from .sketch import similarity
+
+MAX_SUPPORTED_DISTANCE = 3  # four 16-bit blocks: pigeonhole finds every match within 3 bits
+DEFAULT_MIN_SIMILARITY = 0.5
+
+Fingerprint = int | Signature | None
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored page near a query: its key, fingerprint and Hamming distance."""
+
+    key: str
+    fingerprint: int | None
+    distance: int
+    exact: bool = False
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A page dropped as a duplicate of a stored one."""
+
+    key: str
+    duplicate_of: str
+    distance: int
+    exact: bool
+    seen_at: datetime
+
+
+def key_hash(key: str) -> int:
+    """Signed 64-bit hash of a key: the unique column (URLs can be too long to index)."""
+    return to_signed(xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass")))
+
+
+def _signature(fingerprint: Fingerprint, text_hash: int | None, sketch: bytes | None) -> Signature:
+    if isinstance(fingerprint, Signature):
+        return fingerprint
+    if fingerprint is None and text_hash is None:
+        raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
+    if fingerprint is not None:
+        to_signed(fingerprint)  # validates the range
+    return Signature(fingerprint, text_hash, sketch)
+
+
+def _stored_values(signature: Signature) -> tuple[int | None, int | None]:
+    """(text_hash, fingerprint) as the documents table stores them."""
+    th, fp = signature.text_hash, signature.simhash
+    return (None if th is None else to_signed(th), None if fp is None else to_signed(fp))
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A timestamp read back from the DB, as an aware UTC datetime (SQLite drops the zone)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class SimhashIndex:
+    """Near-duplicate index over SQLite (default) or PostgreSQL.
+
+    `check_and_add` is atomic across processes: of a group of mutual
+    near-duplicates checked concurrently, exactly one is stored.
+    """
+
+    def __init__(
+        self,
+        url: str | URL = "sqlite:///simhash.db",
+        *,
+        max_distance: int = 3,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        scheme: str | None = DEFAULT.scheme,
+        create: bool = True,
+    ) -> None:
+        if not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SUPPORTED_DISTANCE:
+            raise ValueError(
+                f"max_distance must be an integer from 0 to {MAX_SUPPORTED_DISTANCE} "
+                f"(four 16-bit blocks find every match within 3 bits); got {max_distance!r}"
+            )
+        if not 0.0 <= min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be between 0 and 1; got {min_similarity!r}")
+        self.url = parse_url(url)
+        self.max_distance = max_distance
+        self.min_similarity = min_similarity
+        self._engine = open_engine(self.url)
+        self._postgres = self.url.get_backend_name() == "postgresql"
+        self._lock = threading.RLock() if is_memory(self.url) else None
+        try:
+            self.scheme = self._open(scheme, create)
+        except Exception:
+            self._engine.dispose()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SimhashIndex({masked(self.url)!r}, max_distance={self.max_distance})"
+
+    # -- opening -----------------------------------------------------------------
+
+    def _open(self, scheme: str | None, create: bool) -> str:
+        with self._transaction(write=create) as conn:
+            exists = conn.dialect.has_table(conn, schema.meta.name)
+            if not exists and not create:
+                raise IndexNotFoundError(f"{masked(self.url)} has no simhash tables: is it the right database?")
+            if not exists:
+                schema.metadata.create_all(conn)
+            stored = dict(conn.execute(select(schema.meta.c.name, schema.meta.c.value)).all())
+            version = stored.get("schema_version")
+            if version is not None and version != schema.SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"{masked(self.url)} has schema version {version}; this simhash-index reads version "
+                    f"{schema.SCHEMA_VERSION}: use a new database, or the simhash-index version that wrote it"
+                )
+            recorded = stored.get("scheme")
+            if recorded is not None and scheme is not None and recorded != scheme:
+                raise SchemeMismatchError(
+                    f"{masked(self.url)} holds fingerprints of another scheme, which are not comparable:\n"
+                    f"  database: {recorded}\n  asked:    {scheme}\n"
+                    "use the database's fingerprinter settings, or a new database"
+                )
+            missing = {"schema_version": schema.SCHEMA_VERSION, "scheme": scheme or DEFAULT.scheme}
+            rows = [{"name": k, "value": v} for k, v in missing.items() if k not in stored]
+            if rows and create:
+                conn.execute(self._insert(schema.meta).on_conflict_do_nothing(), rows)
+            return recorded or missing["scheme"]
+
+    def _insert(self, table):  # noqa: ANN001, ANN202 - dialect-specific insert
+        return (postgresql.insert if self._postgres else sqlite.insert)(table)
+
+    @contextmanager
+    def _transaction(self, *, write: bool = True) -> Iterator[Connection]:
+        """A transaction; database errors become IndexUnavailableError naming the DB."""
+        lock = self._lock or _NO_LOCK
+        try:
+            with lock, self._engine.connect() as conn:
+                conn = conn.execution_options(**{WRITE: write})
+                with conn.begin():
+                    yield conn
+        except DBAPIError as exc:
+            if exc.connection_invalidated or _is_connection_error(exc):
+                raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {exc.orig}") from exc
+            raise
+        except SQLAlchemyError as exc:
+            if "connect" in str(exc).lower():
+                raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {exc}") from exc
+            raise
+
+    # -- reads --------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        with self._transaction(write=False) as conn:
+            return conn.execute(select(func.count()).select_from(schema.documents)).scalar_one()
+
+    def query(self, fingerprint: int) -> list[Match]:
+        """Every stored fingerprint within max_distance, nearest first."""
+        to_signed(fingerprint)
+        with self._transaction(write=False) as conn:
+            return self._near(conn, fingerprint)
+
+    def get(self, key: str) -> Match | None:
+        """The stored page with this key, as a Match at distance 0, or None."""
+        d = schema.documents.c
+        with self._transaction(write=False) as conn:
+            row = conn.execute(
+                select(d.key, d.fingerprint).where(d.key_hash == key_hash(key), d.key == key)
+            ).first()
+        if row is None:
+            return None
+        return Match(row.key, None if row.fingerprint is None else to_unsigned(row.fingerprint), 0, exact=True)
+
+    def duplicates(self) -> list[Duplicate]:
+        """Every page logged as a duplicate, oldest first."""
+        t = schema.duplicates.c
+        with self._transaction(write=False) as conn:
+            rows = conn.execute(
+                select(t.key, t.duplicate_of, t.distance, t.exact, t.seen_at).order_by(t.id)
+            ).all()
+        return [Duplicate(row.key, row.duplicate_of, row.distance, row.exact, as_utc(row.seen_at)) for row in rows]
+
+    def _candidates(self, conn: Connection, fingerprint: int) -> list[tuple[int, int]]:
+        """(id, fingerprint) of stored pages within max_distance, nearest first."""
+        values = blocks(fingerprint)
+        rows = conn.execute(_CANDIDATES, {f"b{i}": v for i, v in enumerate(values)}).all()
+        found: dict[int, int] = {}
+        for row_id, stored in rows:
+            distance = hamming(fingerprint, to_unsigned(stored))
+            if distance <= self.max_distance:
+                found[row_id] = distance
+        return sorted(found.items(), key=lambda item: (item[1], item[0]))
+
+    def _near(self, conn: Connection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
+        candidates = self._candidates(conn, fingerprint)
+        if not candidates:
+            return []
+        d = schema.documents.c
+        rows = {
+            row.id: row
+            for row in conn.execute(
+                select(d.id, d.key, d.fingerprint, d.sketch).where(d.id.in_([c[0] for c in candidates]))
+            )
+        }
+        matches = []
+        for row_id, distance in candidates:
+            row = rows[row_id]
+            score = None
+            if sketch is not None and row.sketch is not None and len(row.sketch) == len(sketch):
+                score = similarity(sketch, row.sketch)
+                if score < self.min_similarity:
+                    continue
+            matches.append(Match(row.key, to_unsigned(row.fingerprint), distance, similarity=score))
+        return matches
+
+    def _exact(self, conn: Connection, signature: Signature) -> Match | None:
+        if signature.text_hash is None:
+            return None
+        d = schema.documents.c
+        row = conn.execute(
+            select(d.key, d.fingerprint).where(d.text_hash == to_signed(signature.text_hash)).limit(1)
+        ).first()
+        if row is None:
+            return None
+        stored = None if row.fingerprint is None else to_unsigned(row.fingerprint)
+        both = stored is not None and signature.simhash is not None
+        return Match(row.key, stored, hamming(stored, signature.simhash) if both else 0, exact=True)
+
+    # -- writes -------------------------------------------------------------------
+
+    def add(self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None) -> None:
+        """Store a page (replacing the stored one with this key), without checking."""
+        self.add_many([(key, _signature(fingerprint, text_hash, sketch))])
+
+    def add_many(self, items: Iterable[tuple[str, Fingerprint]], *, batch_size: int = 10_000) -> int:
+        """Store many (key, fingerprint or Signature) pairs in batches; returns how many."""
+        count = 0
+        batch: list[dict] = []
+        for key, fingerprint in items:
+            batch.append(self._document_row(key, _signature(fingerprint, None, None)))
+            if len(batch) >= batch_size:
+                count += self._upsert(batch)
+                batch = []
+        if batch:
+            count += self._upsert(batch)
+        return count
+
+    def _upsert(self, rows: list[dict]) -> int:
+        statement = self._insert(schema.documents)
+        columns = {c: statement.excluded[c] for c in ("key", "fingerprint", "block0", "block1", "block2", "block3", "text_hash", "sketch", "stored_at")}
+        with self._transaction() as conn:
+            conn.execute(statement.on_conflict_do_update(index_elements=["key_hash"], set_=columns), rows)
+        return len(rows)
+
+    def check_and_add(
+        self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None
+    ) -> Match | None:
+        """Store the page unless it duplicates a stored one; return that one, or None.
+
+        A key that is already stored is never a duplicate of itself: if its
+        content changed, its row is updated in place. A key logged as a
+        duplicate before is checked again, and stored if it no longer is one.
+        """
+        signature = _signature(fingerprint, text_hash, sketch)
+        own_hash = key_hash(key)
+        with self._transaction() as conn:
+            if self._postgres:
+                self._lock_neighbourhood(conn, signature, own_hash)
+            d = schema.documents.c
+            stored = conn.execute(
+                select(d.id, d.text_hash, d.fingerprint).where(d.key_hash == own_hash)
+            ).first()
+            if stored is not None:
+                if (stored.text_hash, stored.fingerprint) != _stored_values(signature):
+                    conn.execute(update(schema.documents).where(d.id == stored.id).values(self._document_row(key, signature)))
+                return None
+            match = self._exact(conn, signature)
+            if match is None and signature.simhash is not None:
+                near = self._near(conn, signature.simhash, signature.sketch)
+                match = near[0] if near else None
+            if match is None:
+                conn.execute(delete(schema.duplicates).where(schema.duplicates.c.key_hash == own_hash))
+                conn.execute(insert(schema.documents).values(self._document_row(key, signature)))
+                return None
+            self._log_duplicate(conn, key, own_hash, match)
+            return match
+
+    def _lock_neighbourhood(self, conn: Connection, signature: Signature, own_hash: int) -> None:
+        values = None if signature.simhash is None else blocks(signature.simhash)
+        keys = advisory_lock_keys(values, signature.text_hash, own_hash)
+        calls = ", ".join(f"pg_advisory_xact_lock(:c{i}, :o{i})" for i in range(len(keys)))
+        params = {}
+        for i, (class_id, object_id) in enumerate(keys):
+            params[f"c{i}"], params[f"o{i}"] = class_id, object_id
+        conn.execute(text(f"SELECT {calls}"), params)
+
+    def _log_duplicate(self, conn: Connection, key: str, own_hash: int, match: Match) -> None:
+        d = schema.documents.c
+        target = conn.execute(select(d.id).where(d.key_hash == key_hash(match.key), d.key == match.key)).scalar_one()
+        row = {
+            "key": key,
+            "key_hash": own_hash,
+            "duplicate_of": match.key,
+            "duplicate_of_id": target,
+            "distance": match.distance,
+            "exact": match.exact,
+            "seen_at": _now(),
+        }
+        statement = self._insert(schema.duplicates)
+        conn.execute(
+            statement.on_conflict_do_update(
+                index_elements=["key_hash"], set_={c: statement.excluded[c] for c in row if c != "key_hash"}
+            ),
+            row,
+        )
+
+    @staticmethod
+    def _document_row(key: str, signature: Signature) -> dict:
+        fp = signature.simhash
+        values = blocks(fp) if fp is not None else (None, None, None, None)
+        return {
+            "key": key,
+            "key_hash": key_hash(key),
+            "fingerprint": None if fp is None else to_signed(fp),
+            **{f"block{i}": v for i, v in enumerate(values)},
+            "text_hash": None if signature.text_hash is None else to_signed(signature.text_hash),
+            "sketch": signature.sketch,
+            "stored_at": _now(),
+        }
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> SimhashIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+_CANDIDATES = text(
+    " UNION ALL ".join(
+        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = :b{i}" for i in range(4)
+    )
+)
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NO_LOCK = _NoLock()
+
+
+def _is_connection_error(exc: DBAPIError) -> bool:
+    message = str(exc.orig).lower()
+    return any(word in message for word in ("connect", "connection", "server closed", "terminat"))

@@ -1,0 +1,139 @@
+"""Charikar's simhash over weighted features, and the bit helpers around it.
+
+Pure functions: no I/O, no global state beyond a per-process hash cache.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Union
+
+import numpy as np
+import xxhash
+
+Features = Union[Mapping[str, float], Iterable[tuple[str, float]], Iterable[str]]
+HashFunc = Callable[[str], int]
+
+SUPPORTED_BITS = (32, 64, 128)
+BLOCKS = 4
+BLOCK_BITS = 16
+_MASK64 = (1 << 64) - 1
+
+
+@lru_cache(maxsize=1 << 18)
+def xxh64(feature: str) -> int:
+    """Stable unsigned 64-bit hash of a feature (xxHash64, seed 0, UTF-8)."""
+    return xxhash.xxh64_intdigest(feature.encode("utf-8"))
+
+
+def _xxh32(feature: str) -> int:
+    return xxhash.xxh32_intdigest(feature.encode("utf-8"))
+
+
+def _xxh128(feature: str) -> int:
+    return xxhash.xxh3_128_intdigest(feature.encode("utf-8"))
+
+
+DEFAULT_HASHES: dict[int, HashFunc] = {32: _xxh32, 64: xxh64, 128: _xxh128}
+
+
+def _weighted(features: Features) -> tuple[list[str], list[float]]:
+    """Features as parallel lists of names and weights, zero weights dropped."""
+    if isinstance(features, Mapping):
+        items: Iterable = features.items()
+    else:
+        items = list(features)
+        if items and isinstance(items[0], str):
+            items = Counter(items).items()
+    names, weights = [], []
+    for name, weight in items:
+        if weight:
+            names.append(name)
+            weights.append(float(weight))
+    return names, weights
+
+
+def _bit_matrix(hashes: list[int], bits: int) -> np.ndarray:
+    """Row i holds the low `bits` bits of hashes[i], least significant first."""
+    if bits == 64:
+        raw = np.array(hashes, dtype="<u8").view(np.uint8)
+    else:
+        width = (bits + 7) // 8
+        mask = (1 << bits) - 1
+        raw = np.frombuffer(b"".join((h & mask).to_bytes(width, "little") for h in hashes), dtype=np.uint8)
+    matrix = np.unpackbits(raw, bitorder="little").reshape(len(hashes), -1)
+    return matrix[:, :bits]
+
+
+def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = None) -> int:
+    """The simhash of weighted features.
+
+    `features` is a mapping feature -> weight, an iterable of (feature, weight)
+    pairs, or an iterable of strings (each occurrence weighs 1). Bit i is 1 when
+    the weights of features whose hash has bit i set outweigh the others.
+
+    >>> simhash({"a": 1}, bits=3, hashfunc=lambda f: 0b101)
+    5
+    """
+    if hashfunc is None:
+        if bits not in DEFAULT_HASHES:
+            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
+        hashfunc = DEFAULT_HASHES[bits]
+    elif bits < 1:
+        raise ValueError(f"bits must be positive; got {bits!r}")
+    names, weights = _weighted(features)
+    if not names:
+        return 0
+    matrix = _bit_matrix([hashfunc(name) for name in names], bits)
+    w = np.asarray(weights, dtype=np.float64)
+    ones = w @ matrix  # weight voting for 1, per bit
+    positive = (2 * ones - w.sum()) > 0
+    return int.from_bytes(np.packbits(positive, bitorder="little").tobytes(), "little")
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two fingerprints."""
+    return (a ^ b).bit_count()
+
+
+def blocks(fingerprint: int) -> tuple[int, int, int, int]:
+    """The four 16-bit blocks of a 64-bit fingerprint, lowest first.
+
+    Two fingerprints within Hamming distance 3 agree on at least one block.
+    """
+    return (
+        fingerprint & 0xFFFF,
+        (fingerprint >> 16) & 0xFFFF,
+        (fingerprint >> 32) & 0xFFFF,
+        (fingerprint >> 48) & 0xFFFF,
+    )
+
+
+def to_signed(value: int) -> int:
+    """An unsigned 64-bit value as the signed integer a BIGINT column holds."""
+    if not 0 <= value <= _MASK64:
+        raise ValueError(f"fingerprint must be an unsigned 64-bit integer; got {value!r}")
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def to_unsigned(value: int) -> int:
+    """The inverse of `to_signed`."""
+    return value & _MASK64
+
+
+def to_hex(fingerprint: int) -> str:
+    """A 64-bit fingerprint as 16 hex digits."""
+    return f"{fingerprint:016x}"
+
+
+def from_hex(text: str) -> int:
+    """Parse 1 to 16 hex digits (an optional 0x prefix) as a 64-bit fingerprint."""
+    digits = text.strip().lower().removeprefix("0x")
+    if not 1 <= len(digits) <= 16:
+        raise ValueError(f"a simhash is 1 to 16 hex digits; got {text!r}")
+    try:
+        return int(digits, 16)
+    except ValueError:
+        raise ValueError(f"a simhash is 1 to 16 hex digits; got {text!r}") from None

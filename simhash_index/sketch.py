@@ -1,0 +1,62 @@
+"""A small MinHash sketch stored with each page, to verify simhash candidates.
+
+Simhash at distance 3 also pairs different pages that share a heavy template.
+Before a page is dropped, the Jaccard similarity of its shingles to the
+candidate's is estimated from these sketches; a candidate that is not similar
+enough is not a duplicate.
+
+Each of the k slots keeps the low 16 bits of the hash of the shingle that
+minimises one hash permutation: two pages agree on a slot with probability
+equal to their Jaccard similarity (plus 2**-16 by chance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import xxhash
+
+_CHUNK = 4096  # shingles per block, to bound memory on huge pages
+
+
+def _permutations(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stable multipliers (odd) and offsets for k universal hash permutations."""
+    a = [xxhash.xxh64_intdigest(f"a{i}".encode()) | 1 for i in range(k)]
+    b = [xxhash.xxh64_intdigest(f"b{i}".encode()) for i in range(k)]
+    return np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64)
+
+
+_PERMUTATIONS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def minhash(shingles: Iterable[str], k: int = 64) -> bytes:
+    """The k-slot MinHash of a set of shingles, as k little-endian uint16 (2k bytes)."""
+    hashes = np.unique(np.fromiter((xxhash.xxh64_intdigest(s.encode("utf-8")) for s in shingles), dtype=np.uint64))
+    if hashes.size == 0:
+        return bytes(2 * k)
+    if k not in _PERMUTATIONS:
+        _PERMUTATIONS[k] = _permutations(k)
+    a, b = _PERMUTATIONS[k]
+    best = np.full(k, np.iinfo(np.uint64).max, dtype=np.uint64)
+    winner = np.zeros(k, dtype=np.uint64)
+    for start in range(0, hashes.size, _CHUNK):
+        chunk = hashes[start : start + _CHUNK]
+        permuted = chunk[:, None] * a + b  # wraps mod 2**64, as intended
+        rows = permuted.argmin(axis=0)
+        values = permuted[rows, np.arange(k)]
+        better = values < best
+        best[better] = values[better]
+        winner[better] = chunk[rows[better]]
+    return (winner & np.uint64(0xFFFF)).astype("<u2").tobytes()
+
+
+def similarity(a: bytes, b: bytes) -> float:
+    """Estimated Jaccard similarity of the shingle sets behind two sketches."""
+    if len(a) != len(b) or not a:
+        raise ValueError(f"sketches must be non-empty and of equal length; got {len(a)} and {len(b)} bytes")
+    x = np.frombuffer(a, dtype="<u2")
+    y = np.frombuffer(b, dtype="<u2")
+    agree = float(np.count_nonzero(x == y)) / x.size
+    chance = 2.0**-16
+    return max(0.0, (agree - chance) / (1 - chance))
