@@ -1,0 +1,77 @@
+"""Main text of an HTML page, with trafilatura (the same way in the pipeline and the CLI)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+FAVOR = (None, "precision", "recall")
+DEFAULT_MAX_BYTES = 20_000_000  # trafilatura's own limit: larger pages are not parsed
+
+logger = logging.getLogger(__name__)
+
+
+class ExtractionError(ValueError):
+    """trafilatura failed on a page (broken or pathological HTML)."""
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """How the main text is extracted (trafilatura's options of the same names)."""
+
+    favor: str | None = None
+    include_comments: bool = True
+    include_tables: bool = True
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        if self.favor not in FAVOR:
+            raise ValueError(f"favor must be one of {FAVOR}; got {self.favor!r}")
+        if self.max_bytes < 1:
+            raise ValueError(f"max_bytes must be positive; got {self.max_bytes!r}")
+
+
+def decode(body: bytes) -> str:
+    """Bytes of unknown encoding as text: UTF-8, else GB18030, else Latin-1 (never fails)."""
+    for encoding in ("utf-8", "gb18030"):
+        try:
+            return body.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return body.decode("latin-1")
+
+
+def looks_binary(html: str) -> bool:
+    """NUL or many control characters in the first 4 KiB: not a text page."""
+    head = html[:4096]
+    if "\x00" in head:
+        return True
+    controls = sum(1 for c in head if ord(c) < 32 and c not in "\t\n\r\f")
+    return controls > len(head) // 20
+
+
+def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) -> str | None:
+    """The main text of a page, or None when it has none.
+
+    Raises ExtractionError when trafilatura fails on the input, so callers can
+    count it; a page over `options.max_bytes` is refused the same way.
+    """
+    if isinstance(html, bytes):
+        html = decode(html)
+    if not html.strip() or looks_binary(html):
+        return None
+    if len(html) > options.max_bytes:
+        raise ExtractionError(f"page of {len(html):,} characters is over the {options.max_bytes:,} limit")
+    import trafilatura  # heavy import, paid once on first use
+
+    try:
+        text = trafilatura.extract(
+            html,
+            favor_precision=options.favor == "precision",
+            favor_recall=options.favor == "recall",
+            include_comments=options.include_comments,
+            include_tables=options.include_tables,
+        )
+    except (RecursionError, ValueError, TypeError, MemoryError) as exc:
+        raise ExtractionError(f"trafilatura failed: {type(exc).__name__}: {str(exc)[:200]}") from exc
+    return text or None
