@@ -12,11 +12,17 @@ import xxhash
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from . import schema
 from .engine import WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
-from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SchemeMismatchError
+from .errors import (
+    IndexNotFoundError,
+    IndexUnavailableError,
+    SchemaVersionError,
+    SchemeMismatchError,
+    SimhashIndexError,
+)
 from .fingerprint import DEFAULT, Signature
 from .simhash import blocks, hamming, to_signed, to_unsigned
 from .sketch import similarity
@@ -158,14 +164,10 @@ class SimhashIndex:
                 conn = conn.execution_options(**{WRITE: write})
                 with conn.begin():
                     yield conn
-        except DBAPIError as exc:
-            if exc.connection_invalidated or _is_connection_error(exc):
-                raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {exc.orig}") from exc
-            raise
+        except (OperationalError, InterfaceError) as exc:
+            raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {_first_line(exc.orig)}") from exc
         except SQLAlchemyError as exc:
-            if "connect" in str(exc).lower():
-                raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {exc}") from exc
-            raise
+            raise SimhashIndexError(f"database {masked(self.url)} failed: {_first_line(exc)}") from exc
 
     # -- reads --------------------------------------------------------------------
 
@@ -377,6 +379,5 @@ class _NoLock:
 _NO_LOCK = _NoLock()
 
 
-def _is_connection_error(exc: DBAPIError) -> bool:
-    message = str(exc.orig).lower()
-    return any(word in message for word in ("connect", "connection", "server closed", "terminat"))
+def _first_line(error: object) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

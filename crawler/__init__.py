@@ -1,0 +1,1 @@
+"""The Scrapy project: the `site` spider with near-duplicate dropping on."""
