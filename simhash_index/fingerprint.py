@@ -27,14 +27,20 @@ class NoFeaturesError(ValueError):
 class Signature:
     """What the index stores of a page's text.
 
-    `simhash` is None for short texts, which are matched only exactly by
-    `text_hash` (the hash of the normalised text); `sketch` verifies simhash
-    candidates before a drop.
+    `text_hash` is the hash of the normalised text. Short texts are
+    `exact_only`: simhash on a few words is unreliable, so they match only by
+    text_hash. `sketch` verifies simhash candidates before a drop.
     """
 
     simhash: int | None
     text_hash: int | None
     sketch: bytes | None = None
+    exact_only: bool = False
+
+    @property
+    def near_matchable(self) -> bool:
+        """Whether this page takes part in simhash (near-duplicate) matching."""
+        return self.simhash is not None and not self.exact_only
 
 
 def text_hash(normalized_text: str) -> int:
@@ -136,12 +142,13 @@ class Fingerprinter:
         if not counts:
             return None
         exact = text_hash(normalized)
+        fingerprint = simhash(self._weigh(counts))
         if len(normalized) < self.min_length:
-            return Signature(None, exact)
+            return Signature(fingerprint, exact, exact_only=True)
         sketch = None
         if self.sketch_size:
             sketch = minhash(set(_ngrams(words(normalized), self.sketch_ngram)), self.sketch_size)
-        return Signature(simhash(self._weigh(counts)), exact, sketch)
+        return Signature(fingerprint, exact, sketch)
 
     def _feature_counts(self, normalized: str) -> Counter[str]:
         return Counter(_ngrams(self.tokens(normalized), self.ngram))

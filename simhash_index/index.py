@@ -296,7 +296,7 @@ class SimhashIndex:
                     conn.execute(update(schema.documents).where(d.id == stored.id).values(self._document_row(key, signature)))
                 return None
             match = self._exact(conn, signature)
-            if match is None and signature.simhash is not None:
+            if match is None and signature.near_matchable:
                 near = self._near(conn, signature.simhash, signature.sketch)
                 match = near[0] if near else None
             if match is None:
@@ -307,7 +307,7 @@ class SimhashIndex:
             return match
 
     def _lock_neighbourhood(self, conn: Connection, signature: Signature, own_hash: int) -> None:
-        values = None if signature.simhash is None else blocks(signature.simhash)
+        values = blocks(signature.simhash) if signature.near_matchable else None
         keys = advisory_lock_keys(values, signature.text_hash, own_hash)
         calls = ", ".join(f"pg_advisory_xact_lock(:c{i}, :o{i})" for i in range(len(keys)))
         params = {}
@@ -338,7 +338,7 @@ class SimhashIndex:
     @staticmethod
     def _document_row(key: str, signature: Signature) -> dict:
         fp = signature.simhash
-        values = blocks(fp) if fp is not None else (None, None, None, None)
+        values = blocks(fp) if signature.near_matchable else (None, None, None, None)
         return {
             "key": key,
             "key_hash": key_hash(key),

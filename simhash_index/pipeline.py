@@ -20,7 +20,7 @@ from twisted.internet.threads import deferToThread
 from .errors import SimhashIndexError
 from .extract import ExtractionError, ExtractOptions, extract_text
 from .fingerprint import Fingerprinter
-from .index import MAX_SUPPORTED_DISTANCE, Match, SimhashIndex
+from .index import MAX_SUPPORTED_DISTANCE, SimhashIndex
 from .simhash import to_hex
 
 logger = logging.getLogger(__name__)
@@ -147,6 +147,18 @@ class SimhashDedupPipeline:
     # -- items ----------------------------------------------------------------------
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
+        """Extraction and the DB call run in a thread, so the crawl keeps downloading."""
+        try:
+            return await maybe_deferred_to_future(deferToThread(self.process_item_blocking, item))
+        except SimhashIndexError as exc:
+            self._db_error(exc)
+            return item  # never lost: it goes on un-deduplicated
+
+    def process_item_blocking(self, item: Any) -> Any:
+        """The whole check for one item, blocking: returns the item or raises DropItem.
+
+        Raises SimhashIndexError when the index fails; `process_item` handles it.
+        """
         adapter = ItemAdapter(item)
         url = adapter.get(self.settings.url_field)
         if not url or not isinstance(url, str):
@@ -156,38 +168,27 @@ class SimhashDedupPipeline:
         if self.index is None:
             self._inc("simhash/errors/no_index")
             return item
-        try:
-            outcome = await maybe_deferred_to_future(deferToThread(self._check, adapter, url))
-        except SimhashIndexError as exc:
-            self._db_error(exc)
-            return item  # never lost: it goes on un-deduplicated
-        if isinstance(outcome, Match):
+        text = self._text(adapter)
+        signature = self.fingerprinter.signature(text) if text is not None else None
+        if signature is None:
+            if text is not None:
+                self._inc("simhash/no_text")
+            return item
+        match = self.index.check_and_add(url, signature)
+        if match is not None:
             self._inc("simhash/dropped")
-            if outcome.exact:
+            if match.exact:
                 self._inc("simhash/dropped_exact")
             raise DropItem(
-                f"near-duplicate of {shorten(outcome.key)} (distance {outcome.distance}"
-                f"{', exact text' if outcome.exact else ''})",
+                f"near-duplicate of {shorten(match.key)} (distance {match.distance}"
+                f"{', exact text' if match.exact else ''})",
                 log_level=self.settings.drop_log_level,
             )
-        if outcome is not None:  # (text, simhash) of a kept page
-            self._inc("simhash/kept")
-            self._set(adapter, "text", outcome[0])
-            if outcome[1] is not None:
-                self._set(adapter, "simhash", to_hex(outcome[1]))
+        self._inc("simhash/kept")
+        self._set(adapter, "text", text)
+        if signature.simhash is not None:
+            self._set(adapter, "simhash", to_hex(signature.simhash))
         return item
-
-    def _check(self, adapter: ItemAdapter, url: str) -> Match | tuple[str, int | None] | None:
-        """Runs in a thread: extract, fingerprint, check-and-add. None passes the item through."""
-        text = self._text(adapter)
-        if text is None:
-            return None
-        signature = self.fingerprinter.signature(text)
-        if signature is None:
-            self._inc("simhash/no_text")
-            return None
-        match = self.index.check_and_add(url, signature)  # type: ignore[union-attr]
-        return match if match is not None else (text, signature.simhash)
 
     def _text(self, adapter: ItemAdapter) -> str | None:
         field = self.settings.text_field

@@ -52,7 +52,7 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'simhash.db'}"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def db_url(request: pytest.FixtureRequest) -> str:
     """Each test that takes it runs once on SQLite and once on PostgreSQL."""
     return request.getfixturevalue(f"{request.param}_url")

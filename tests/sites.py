@@ -1,0 +1,151 @@
+"""A small generated web site with known near-duplicates, served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import random
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+WORDS = """
+river market winter policy garden engine signal harbor theory library village council budget
+station museum forest network climate report doctor teacher student season journey window
+system energy factory bridge capital history science culture program project method result
+evidence question answer problem solution design model process service product customer
+company industry economy region country nation citizen government election campaign debate
+minister official agency court judge lawyer witness police officer soldier army battle peace
+treaty border island ocean mountain valley desert weather storm flood drought harvest farmer
+crop soil water supply demand price wage worker union strike protest rally speech letter
+article journal editor author reader story novel poem painting music concert theatre film
+camera screen phone computer software hardware database server browser website search engine
+""".split()
+
+HAN_SUBJECTS = """
+城市交通部门 研究人员 地方政府 许多市民 学校老师 农民朋友 经济专家 图书馆员 建筑工人 医院医生
+气象专家 科技公司 社区志愿者 旅游部门 大学学生 环保组织 体育协会 音乐团体 工厂技术员 新闻记者
+""".split()
+HAN_VERBS = """
+正在研究 计划推出 公开讨论 积极支持 认真检查 重新设计 继续改进 开始建设 详细介绍 共同完成
+""".split()
+HAN_OBJECTS = """
+新的出行指南 先进的医疗设备 公园的改造方案 农村的灌溉系统 城市的公共交通 古老寺庙的修复工程
+全新的充电设施 河流的治理计划 学生的课外活动 老人的健康服务 工厂的节能改造 博物馆的展览内容
+图书馆的开放时间 水稻的收割进度 天气的预报系统 市场的价格监测 桥梁的安全评估 网络的安全防护
+""".split()
+
+
+def chinese_sentence(rng: random.Random) -> str:
+    return f"{rng.choice(HAN_SUBJECTS)}{rng.choice(HAN_VERBS)}{rng.choice(HAN_OBJECTS)}。"
+
+
+def english_article(seed: int, paragraphs: int = 6, sentences: int = 6) -> list[str]:
+    """Paragraphs of plausible English-like prose, the same for the same seed."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(paragraphs):
+        body = []
+        for _ in range(sentences):
+            words = [rng.choice(WORDS) for _ in range(rng.randint(9, 16))]
+            body.append(" ".join(words).capitalize() + ".")
+        out.append(" ".join(body))
+    return out
+
+
+def chinese_article(seed: int, paragraphs: int = 5, sentences: int = 6) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(chinese_sentence(rng) for _ in range(sentences)) for _ in range(paragraphs)]
+
+
+def edit_words(paragraphs: list[str], seed: int, count: int) -> list[str]:
+    """The same paragraphs with `count` words replaced."""
+    rng = random.Random(seed)
+    words = [p.split(" ") for p in paragraphs]
+    for _ in range(count):
+        p = rng.randrange(len(words))
+        words[p][rng.randrange(len(words[p]))] = rng.choice(WORDS)
+    return [" ".join(w) for w in words]
+
+
+def page(title: str, paragraphs: list[str], *, nav: int = 5, ad: str = "", lang: str = "en", footer: str = "") -> str:
+    links = "".join(f'<li><a href="/nav/{i}.html">Section {i}</a></li>' for i in range(nav))
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    aside = f'<aside class="ad"><p>{ad}</p></aside>' if ad else ""
+    return (
+        f'<!DOCTYPE html><html lang="{lang}"><head><meta charset="utf-8"><title>{title}</title></head><body>'
+        f"<header><nav><ul>{links}</ul></nav></header>{aside}"
+        f"<main><article><h1>{title}</h1>{body}</article></main>"
+        f"<footer><p>{footer or 'Copyright the publisher. All rights reserved.'}</p></footer></body></html>"
+    )
+
+
+TEMPLATE_FOOTER = " ".join(english_article(999, paragraphs=3, sentences=5))
+
+
+def build_site(root: Path) -> dict:
+    """Write the site under root; return its clusters (lists of paths, one page to keep each) and singles."""
+    article = english_article(1)
+    zh = chinese_article(2, paragraphs=6, sentences=8)
+    zh_edited = list(zh)  # two sentences rewritten
+    zh_edited[1] = zh_edited[1].replace("。", "，据本报记者报道。", 1)
+    zh_edited[4] = "据悉，有关部门将于下周召开新闻发布会。" + zh_edited[4].split("。", 1)[1]
+    pages = {
+        # one article under several URLs, with different navigation and ads
+        "news/a.html": page("Harbor report", article, nav=5, ad="Buy our newspaper today"),
+        "mirror/a.html": page("Harbor report", article, nav=12, ad="Subscribe for one dollar a week"),
+        "print/a.html": page("Harbor report (print)", article, nav=0),
+        "copy/a.html": page("Harbor report", article, nav=5, ad="Buy our newspaper today"),
+        "news/a-edited.html": page("Harbor report", edit_words(article, 5, 2), nav=7),
+        # Chinese article and its copies
+        "zh/c.html": page("城市新闻", zh, lang="zh"),
+        "zh/c-mirror.html": page("城市新闻", zh, nav=9, ad="广告：欢迎订阅", lang="zh"),
+        "zh/c-edited.html": page("城市新闻", zh_edited, lang="zh"),
+        # distinct articles
+        "news/b.html": page("Budget debate", english_article(3)),
+        "news/d.html": page("Forest policy", english_article(4)),
+        "zh/e.html": page("科技新闻", chinese_article(5), lang="zh"),
+    }
+    # distinct pages that share one heavy template and have little content
+    for i in range(4):
+        short = " ".join(english_article(100 + i, paragraphs=1, sentences=2))
+        pages[f"tpl/{i}.html"] = page(f"Notice {i}", [short], nav=40, footer=TEMPLATE_FOOTER)
+    links = "".join(f'<li><a href="/{path}">{path}</a></li>' for path in pages)
+    links += '<li><a href="/files/report.pdf">PDF</a></li><li><a href="/img/logo.png">logo</a></li>'
+    links += '<li><a href="http://127.0.0.2:1/elsewhere.html">another site</a></li>'
+    pages["index.html"] = f"<html><head><title>Index</title></head><body><ul>{links}</ul></body></html>"
+    for path, html in pages.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    (root / "files").mkdir()
+    (root / "files/report.pdf").write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 40)
+    (root / "img").mkdir()
+    (root / "img/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    clusters = [
+        ["news/a.html", "mirror/a.html", "print/a.html", "copy/a.html", "news/a-edited.html"],
+        ["zh/c.html", "zh/c-mirror.html", "zh/c-edited.html"],
+    ]
+    singles = ["index.html", "news/b.html", "news/d.html", "zh/e.html"] + [f"tpl/{i}.html" for i in range(4)]
+    return {"clusters": clusters, "singles": singles}
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+@contextmanager
+def serve(root: Path) -> Iterator[str]:
+    """Serve root on 127.0.0.1 on a free port; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -1,0 +1,86 @@
+"""Real crawls with `scrapy crawl site` against a local HTTP server, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from crawling import crawl
+from sites import build_site, serve
+
+from simhash_index import SimhashIndex
+
+
+@pytest.fixture
+def site(tmp_path: Path):
+    root = tmp_path / "site"
+    info = build_site(root)
+    with serve(root) as base:
+        yield base, info
+
+
+def _check_dedup(base: str, info: dict, result, db_url: str) -> None:
+    assert result.returncode == 0, result.log[-3000:]
+    assert "Traceback" not in result.log
+    kept = result.kept_paths
+    with SimhashIndex(db_url, scheme=None) as index:
+        dropped = {d.key.removeprefix(base + "/"): d.duplicate_of.removeprefix(base + "/") for d in index.duplicates()}
+        stored = len(index)
+    for cluster in info["clusters"]:
+        survivors = [p for p in cluster if p in kept]
+        assert len(survivors) == 1, (cluster, survivors)
+        for member in cluster:
+            if member != survivors[0]:
+                assert dropped.get(member) == survivors[0], (member, dropped.get(member))
+    for single in info["singles"]:
+        assert single in kept, single
+    assert set(dropped) == {p for c in info["clusters"] for p in c} - kept
+    assert kept == set(info["singles"]) | {p for c in info["clusters"] for p in c} - set(dropped)
+    assert stored == len(kept)
+    assert result.stat("simhash/kept") == len(kept)
+    assert result.stat("simhash/dropped") == len(dropped)
+    assert 0 < result.stat("simhash/dropped_exact") < len(dropped)
+    for item in result.kept:
+        assert len(item["simhash"]) == 16 and set(item["simhash"]) <= set("0123456789abcdef") or item["url"].endswith("index.html")
+        assert item["text"] and item["title"]
+
+
+def test_crawl_drops_near_duplicates_and_recrawl_keeps_decisions(site, db_url: str, tmp_path: Path) -> None:
+    base, info = site
+    first = crawl(f"{base}/index.html", db_url, tmp_path / "run")
+    _check_dedup(base, info, first, db_url)
+    assert not any(item["url"].endswith((".pdf", ".png")) for item in first.kept)
+    assert all(item["url"].startswith(base) for item in first.kept)
+
+    second = crawl(f"{base}/index.html", db_url, tmp_path / "run")
+    _check_dedup(base, info, second, db_url)
+    assert second.kept_paths == first.kept_paths  # stored pages are not duplicates of themselves
+    assert second.stat("simhash/dropped") == first.stat("simhash/dropped")
+
+
+def test_crawl_breadth_first_keeps_one_per_cluster(site, sqlite_url: str, tmp_path: Path) -> None:
+    base, info = site
+    result = crawl(
+        f"{base}/index.html", sqlite_url, tmp_path / "bfs",
+        "DEPTH_PRIORITY=1",
+        "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+        "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
+    )
+    _check_dedup(base, info, result, sqlite_url)
+
+
+def test_log_lines_never_carry_page_bodies(site, sqlite_url: str, tmp_path: Path) -> None:
+    base, _ = site
+    result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "log", "LOG_LEVEL=DEBUG")
+    assert result.returncode == 0
+    assert "Scraped from" in result.log and "near-duplicate of" in result.log
+    assert "<p>" not in result.log  # no HTML body in any line
+    assert max(len(line) for line in result.log.splitlines()) < 2000
+
+
+def test_disabled_pipeline_keeps_everything(site, sqlite_url: str, tmp_path: Path) -> None:
+    base, info = site
+    result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "off", "SIMHASH_ENABLED=False")
+    assert result.returncode == 0
+    assert result.kept_paths == set(info["singles"]) | {p for c in info["clusters"] for p in c}
+    assert result.stat("simhash/kept") == 0
