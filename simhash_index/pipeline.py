@@ -225,7 +225,10 @@ class SimhashDedupPipeline:
         self._warn_once("db", "simhash: index error, items pass through un-deduplicated until it is back: %s", exc)
 
     def _close_spider(self, reason: str) -> None:
-        engine = self.crawler.engine if self.crawler is not None else None
+        try:
+            engine = self.crawler.engine if self.crawler is not None else None
+        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts
+            engine = None
         if engine is None:
             return
         if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14

@@ -1,0 +1,258 @@
+"""fingerprint.py: text -> features -> simhash, Signature and scheme."""
+
+from __future__ import annotations
+
+import math
+import random
+import string
+import unicodedata
+from collections import Counter
+
+import pytest
+import xxhash
+
+from simhash_index import Fingerprinter, NoFeaturesError, fingerprint, hamming
+from simhash_index.sketch import similarity
+from simhash_index.stopwords import ALL as STOP_WORDS
+
+DEFAULT = Fingerprinter()
+
+
+# -- features -----------------------------------------------------------------------------
+
+
+def test_case_folding_and_nfkc():
+    assert DEFAULT.features("ＨＥＬＬＯ Ｗｏｒｌｄ, HeLLo!") == {"hello": 2.0, "world": 1.0}
+    assert DEFAULT.features("Straße") == DEFAULT.features("STRASSE")  # casefold, not lower
+    assert Fingerprinter(casefold=False).features("Hello hello") == {"Hello": 1.0, "hello": 1.0}
+    # without NFKC the fullwidth letters stay a different word
+    assert "hello" not in Fingerprinter(normalization=None).features("ＨＥＬＬＯ")
+
+
+def test_stop_words_removed():
+    text = "The cat and the dog sat on a mat"
+    assert DEFAULT.features(text) == {"cat": 1.0, "dog": 1.0, "sat": 1.0, "mat": 1.0}
+    assert Fingerprinter(stopwords=False).features(text)["the"] == 2.0
+    assert Fingerprinter(stopwords={"cat", "dog"}).features(text) == {
+        "the": 2.0, "and": 1.0, "sat": 1.0, "on": 1.0, "a": 1.0, "mat": 1.0,
+    }
+
+
+def test_chinese_segmented_by_jieba():
+    features = DEFAULT.features("自然语言处理是人工智能的一个重要方向")
+    assert {"自然语言", "处理", "人工智能"} <= features.keys()
+    assert not {"的", "是", "一个"} & features.keys()  # Chinese stop words
+    # the plain word tokenizer cuts Han text into single characters instead
+    chars = Fingerprinter(tokenizer="words").features("自然语言处理")
+    assert set(chars) == set("自然语言处理")
+
+
+def test_mixed_chinese_and_english():
+    features = DEFAULT.features("我们使用 Python 进行自然语言处理 and Machine Learning")
+    assert {"python", "machine", "learning"} <= features.keys()
+    assert {"自然语言", "处理"} <= features.keys()
+    assert "and" not in features and "我们" not in features
+
+
+def test_weightings():
+    text = "apple apple apple apple pear"
+    assert Fingerprinter(weighting="tf").features(text) == {"apple": 4.0, "pear": 1.0}
+    sub = Fingerprinter(weighting="sublinear").features(text)
+    assert sub == pytest.approx({"apple": 1 + math.log(4), "pear": 1.0})
+    assert 1 < sub["apple"] / sub["pear"] < 4  # damped, still ordered
+    tfidf = Fingerprinter(weighting="tfidf", idf={"apple": 1.0, "pear": 8.0}).features(text)
+    assert tfidf == pytest.approx({"apple": 4.0, "pear": 8.0})  # the rare word now outweighs
+
+
+def test_custom_idf_and_word_weights():
+    idf = {"apple": 1.0, "pear": 8.0, "plum": 3.0}
+    fp = Fingerprinter(weighting="tfidf", idf=idf, word_weights={"pear": 0.25, "kiwi": 10.0})
+    # kiwi is not in the table: it gets the table's median idf (3.0), then its word weight
+    assert fp.features("apple pear kiwi kiwi") == pytest.approx(
+        {"apple": 1.0, "pear": 8.0 * 0.25, "kiwi": 2 * 3.0 * 10.0}
+    )
+    assert Fingerprinter(word_weights={"pear": 3.0}).features("apple pear") == {"apple": 1.0, "pear": 3.0}
+
+
+# jieba.analyse reads its IDF file without closing it
+@pytest.mark.filterwarnings("ignore:unclosed file:ResourceWarning")
+def test_default_tfidf_uses_jiebas_table():
+    from jieba.analyse import default_tfidf
+
+    text = "量子纠缠 量子纠缠 天气 zzqxw"
+    features = Fingerprinter(weighting="tfidf").features(text)
+    table, median = default_tfidf.idf_freq, default_tfidf.median_idf
+    expected = {word: count * table.get(word, median) for word, count in Counter(DEFAULT.tokens(text)).items()}
+    assert features == pytest.approx(expected)
+    assert features["zzqxw"] == pytest.approx(median)
+
+
+def test_ngram_features_are_word_pairs():
+    assert Fingerprinter(ngram=2).features("Alpha beta the gamma beta") == {
+        "alpha beta": 1.0, "beta gamma": 1.0, "gamma beta": 1.0,
+    }
+
+
+@pytest.mark.parametrize("text", ["", "   ", "!!! ... --- ???", "the and of a", "的 了 是"])
+def test_no_features(text):
+    with pytest.raises(NoFeaturesError):
+        DEFAULT.fingerprint(text)
+    with pytest.raises(ValueError):  # NoFeaturesError is a ValueError
+        fingerprint(text)
+    assert DEFAULT.signature(text) is None
+
+
+# -- signature ----------------------------------------------------------------------------
+
+
+def normalized(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def test_short_text_is_matched_only_exactly():
+    fp = Fingerprinter(min_length=10)
+    short = fp.signature("abcde    fgh")  # 9 characters once white space is collapsed
+    assert short.exact_only and not short.near_matchable
+    assert short.text_hash == xxhash.xxh64_intdigest(b"abcde fgh")
+    assert short.sketch is None
+    assert fp.signature("ABCDE fgh").text_hash == fp.signature(" abcde\tfgh ").text_hash
+    boundary = fp.signature("abcde fghi")  # exactly min_length characters
+    assert not boundary.exact_only and boundary.near_matchable
+    assert boundary.simhash == fp.fingerprint("abcde fghi")
+    assert len(boundary.sketch) == 2 * fp.sketch_size
+
+
+def test_long_text_signature():
+    text = "Ｎear-duplicate detection " + " ".join(f"word{i}" for i in range(60))
+    signature = DEFAULT.signature(text)
+    assert len(normalized(text)) >= DEFAULT.min_length
+    assert signature.simhash == DEFAULT.fingerprint(text) == fingerprint(text)
+    assert signature.near_matchable and not signature.exact_only
+    assert signature.text_hash == xxhash.xxh64_intdigest(normalized(text).encode("utf-8"))
+    assert len(signature.sketch) == 2 * DEFAULT.sketch_size
+    assert Fingerprinter(sketch_size=0).signature(text).sketch is None
+
+
+# -- scheme -------------------------------------------------------------------------------
+
+VARIANTS = [
+    {},
+    {"normalization": None},
+    {"normalization": "NFC"},
+    {"casefold": False},
+    {"tokenizer": "words"},
+    {"tokenizer": "jieba"},
+    {"stopwords": False},
+    {"stopwords": {"cat"}},
+    {"stopwords": {"dog"}},
+    {"weighting": "sublinear"},
+    {"weighting": "tfidf"},
+    {"weighting": "tfidf", "idf": {"cat": 2.0}},
+    {"weighting": "tfidf", "idf": {"cat": 3.0}},
+    {"word_weights": {"cat": 2.0}},
+    {"ngram": 2},
+    {"min_length": 100},
+    {"sketch_size": 32},
+    {"sketch_ngram": 2},
+]
+
+
+def test_scheme_differs_when_settings_differ():
+    schemes = [Fingerprinter(**settings).scheme for settings in VARIANTS]
+    assert len(set(schemes)) == len(VARIANTS)
+
+
+def test_scheme_equal_for_equal_settings():
+    for settings in VARIANTS:
+        assert Fingerprinter(**settings).scheme == Fingerprinter(**settings).scheme
+    assert Fingerprinter(stopwords={"x", "y"}).scheme == Fingerprinter(stopwords=["y", "x", "y"]).scheme
+    assert Fingerprinter(stopwords=STOP_WORDS).scheme == DEFAULT.scheme
+    assert (
+        Fingerprinter(idf={"a": 1.0, "b": 2.0}).scheme == Fingerprinter(idf={"b": 2.0, "a": 1.0}).scheme
+    )
+
+
+def test_scheme_equal_for_equal_numeric_weights():
+    # equal settings (the Fingerprinters compare equal and give identical fingerprints)
+    # must not make an index refuse the other's database
+    ints, floats = Fingerprinter(word_weights={"cat": 2}), Fingerprinter(word_weights={"cat": 2.0})
+    assert ints == floats
+    assert ints.fingerprint("cat dog cat bird") == floats.fingerprint("cat dog cat bird")
+    assert ints.scheme == floats.scheme
+
+
+def test_scheme_tells_custom_tokenizers_apart():
+    split_words = Fingerprinter(tokenizer=lambda text: text.split())
+    split_chars = Fingerprinter(tokenizer=lambda text: [c for c in text if not c.isspace()])
+    assert split_words.fingerprint("near duplicate pages") != split_chars.fingerprint("near duplicate pages")
+    assert split_words.scheme != split_chars.scheme
+
+
+# -- near copies and unrelated texts ----------------------------------------------------------
+
+
+def vocabulary(rng: random.Random, size: int) -> list[str]:
+    out: set[str] = set()
+    while len(out) < size:
+        word = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(4, 9)))
+        if word not in STOP_WORDS:
+            out.add(word)
+    return sorted(out)
+
+
+def zipf_text(rng: random.Random, vocab: list[str], length: int = 300) -> list[str]:
+    return rng.choices(vocab, weights=[1 / (rank + 1) for rank in range(len(vocab))], k=length)
+
+
+def cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    dot = sum(w * b.get(f, 0.0) for f, w in a.items())
+    return dot / math.sqrt(sum(w * w for w in a.values()) * sum(w * w for w in b.values()))
+
+
+def shingles(tokens: list[str], n: int = 3) -> set[str]:
+    return {" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def corpus(pairs: int = 20):
+    """(original, near copy with 3 of ~300 words replaced, unrelated text on another vocabulary)."""
+    for seed in range(pairs):
+        rng = random.Random(seed)
+        vocab = vocabulary(rng, 2000)
+        topic, other_topic = vocab[:1000], vocab[1000:]
+        original = zipf_text(rng, topic)
+        near = list(original)
+        for position in rng.sample(range(len(near)), 3):
+            near[position] = rng.choice([w for w in topic if w != near[position]])
+        yield original, near, zipf_text(rng, other_topic)
+
+
+def test_near_copies_are_close_and_unrelated_texts_far():
+    near_distances, unrelated_distances, expected = [], [], []
+    for original, near, unrelated in corpus():
+        a, b, c = (" ".join(words) for words in (original, near, unrelated))
+        near_distances.append(hamming(DEFAULT.fingerprint(a), DEFAULT.fingerprint(b)))
+        unrelated_distances.append(hamming(DEFAULT.fingerprint(a), DEFAULT.fingerprint(c)))
+        # a simhash bit differs with probability ~ angle/pi between the weight vectors
+        angle = math.acos(min(1.0, cosine(DEFAULT.features(a), DEFAULT.features(b))))
+        expected.append(64 * angle / math.pi)
+    mean_expected = sum(expected) / len(expected)
+    assert mean_expected < 2  # the construction really is a near copy
+    assert sum(near_distances) / len(near_distances) <= 2 * mean_expected + 1
+    assert max(near_distances) <= 8  # Binomial(64, ~2%) tail
+    # the index's max_distance=3 catches nearly all of them
+    assert sum(d <= 3 for d in near_distances) >= 0.8 * len(near_distances)
+    # disjoint vocabularies: every bit a fair coin, Binomial(64, 1/2) is below 16 with p ~ 3e-5
+    assert min(unrelated_distances) >= 16
+    assert max(near_distances) < min(unrelated_distances)
+
+
+def test_sketch_similarity_estimates_jaccard():
+    for original, near, unrelated in corpus(5):
+        a, b, c = (DEFAULT.signature(" ".join(words)).sketch for words in (original, near, unrelated))
+        jaccard = len(shingles(original) & shingles(near)) / len(shingles(original) | shingles(near))
+        assert jaccard > 0.9
+        # 64 slots: the estimate's standard deviation is below 0.04 here
+        assert abs(similarity(a, b) - jaccard) <= 0.2
+        assert similarity(a, b) >= 0.7
+        assert similarity(a, c) <= 0.1
+        assert similarity(a, a) == 1.0

@@ -1,0 +1,153 @@
+"""The dedup pipeline in-process: settings, item types, bad input, stats and log summaries."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import pytest
+import scrapy
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.test import get_crawler
+from sites import english_article, page
+
+from simhash_index import SimhashIndex
+from simhash_index.pipeline import SimhashDedupPipeline, SimhashLogFormatter, summarize
+
+ARTICLE = page("Report", english_article(11))
+OTHER = page("Other", english_article(12))
+
+
+def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, **settings})
+    crawler.stats.open_spider()
+    pipeline = SimhashDedupPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+    return pipeline
+
+
+@pytest.fixture
+def pipeline(sqlite_url: str):
+    p = make_pipeline(sqlite_url)
+    yield p
+    p.close_spider()
+
+
+def stats(p: SimhashDedupPipeline) -> dict:
+    return {k: v for k, v in p.stats.get_stats().items() if k.startswith("simhash/")}
+
+
+class PageItem(scrapy.Item):
+    url = scrapy.Field()
+    html = scrapy.Field()
+    text = scrapy.Field()
+    simhash = scrapy.Field()
+
+
+@dataclasses.dataclass
+class PageData:
+    url: str
+    html: str
+    text: str = ""
+    simhash: str = ""
+
+
+@pytest.mark.parametrize("make", [dict, lambda **kw: PageItem(**kw), lambda **kw: PageData(**kw)])
+def test_every_item_type_is_deduplicated(pipeline: SimhashDedupPipeline, make) -> None:
+    kept = pipeline.process_item_blocking(make(url="http://a/1", html=ARTICLE))
+    fields = dataclasses.asdict(kept) if dataclasses.is_dataclass(kept) else dict(kept)
+    assert len(fields["simhash"]) == 16 and "Report" in fields["text"]
+    with pytest.raises(DropItem, match=r"near-duplicate of http://a/1 \(distance 0, exact text\)"):
+        pipeline.process_item_blocking(make(url="http://a/2", html=ARTICLE))
+    pipeline.process_item_blocking(make(url="http://a/3", html=OTHER))
+    assert stats(pipeline) == {"simhash/kept": 2, "simhash/dropped": 1, "simhash/dropped_exact": 1}
+
+
+def test_text_field_skips_extraction(pipeline: SimhashDedupPipeline) -> None:
+    text = " ".join(english_article(13))
+    pipeline.process_item_blocking({"url": "http://t/1", "text": text})
+    with pytest.raises(DropItem):
+        pipeline.process_item_blocking({"url": "http://t/2", "text": text + " one more word"})
+
+
+@pytest.mark.parametrize(
+    ("item", "stat"),
+    [
+        ({"url": "http://x/empty", "html": ""}, "simhash/no_text"),
+        ({"url": "http://x/binary", "html": "\x00\x01\x02PNG" * 500}, "simhash/no_text"),
+        ({"url": "http://x/scripts", "html": "<html><script>var a = 1;</script></html>"}, "simhash/no_text"),
+        ({"url": "http://x/punct", "text": "!!! ... ??? ---"}, "simhash/no_text"),
+        ({"url": "http://x/nohtml"}, "simhash/no_html"),
+        ({"html": ARTICLE}, "simhash/no_url"),
+        ({"url": "http://x/huge", "html": "<p>" + "word " * 5_000_000 + "</p>"}, "simhash/errors/extract"),
+    ],
+)
+def test_bad_input_passes_through_counted(pipeline: SimhashDedupPipeline, item: dict, stat: str) -> None:
+    assert pipeline.process_item_blocking(dict(item)) == item | {k: v for k, v in item.items()}
+    assert stats(pipeline)[stat] == 1
+    assert "simhash/kept" not in stats(pipeline)
+
+
+def test_short_texts_match_only_exactly(pipeline: SimhashDedupPipeline) -> None:
+    pipeline.process_item_blocking({"url": "http://s/1", "text": "Opening hours: nine to five."})
+    pipeline.process_item_blocking({"url": "http://s/2", "text": "Opening hours: nine to six."})
+    with pytest.raises(DropItem, match="exact text"):
+        pipeline.process_item_blocking({"url": "http://s/3", "text": "opening  HOURS: nine to five."})
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("SIMHASH_MAX_DISTANCE", 7),
+        ("SIMHASH_MAX_DISTANCE", "three"),
+        ("SIMHASH_MIN_TEXT_LENGTH", -1),
+        ("SIMHASH_DROP_LOG_LEVEL", "LOUD"),
+        ("SIMHASH_ON_DB_ERROR", "ignore"),
+        ("SIMHASH_EXTRACT_FAVOR", "speed"),
+    ],
+)
+def test_bad_setting_fails_at_start_naming_it(sqlite_url: str, setting: str, value: object) -> None:
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": sqlite_url, setting: value})
+    with pytest.raises(ValueError, match=setting.replace("SIMHASH_EXTRACT_FAVOR", "SIMHASH_EXTRACT_")):
+        SimhashDedupPipeline.from_crawler(crawler)
+
+
+def test_disabled_raises_not_configured(sqlite_url: str) -> None:
+    crawler = get_crawler(settings_dict={"SIMHASH_ENABLED": False})
+    with pytest.raises(NotConfigured, match="SIMHASH_ENABLED"):
+        SimhashDedupPipeline.from_crawler(crawler)
+
+
+def test_unreachable_database_does_not_lose_items(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR):
+        p = make_pipeline("postgresql://user:hunter2@127.0.0.1:1/nowhere")
+    assert p.index is None
+    assert "cannot open the index" in caplog.text and "127.0.0.1:1" in caplog.text
+    assert "hunter2" not in caplog.text
+    item = {"url": "http://d/1", "html": ARTICLE}
+    assert p.process_item_blocking(item) is item
+    assert stats(p)["simhash/errors/db_open"] == 1
+
+
+def test_drop_log_level_is_configurable(sqlite_url: str) -> None:
+    p = make_pipeline(sqlite_url, SIMHASH_DROP_LOG_LEVEL="debug")
+    p.process_item_blocking({"url": "http://l/1", "html": ARTICLE})
+    with pytest.raises(DropItem) as dropped:
+        p.process_item_blocking({"url": "http://l/2", "html": ARTICLE})
+    assert dropped.value.log_level == "DEBUG"
+    p.close_spider()
+    with SimhashIndex(sqlite_url, scheme=None) as index:
+        assert [(d.key, d.duplicate_of) for d in index.duplicates()] == [("http://l/2", "http://l/1")]
+
+
+def test_log_summaries_hide_bodies() -> None:
+    body = "<p>" + "x" * 100_000 + "</p>"
+    summary = summarize({"url": "http://big/1", "title": "Big", "html": body})
+    assert "http://big/1" in summary and "Big" in summary
+    assert "xxxx" not in summary and len(summary) < 400
+    crawler = get_crawler(settings_dict={"LOG_FORMATTER": "simhash_index.pipeline.SimhashLogFormatter"})
+    formatter = SimhashLogFormatter.from_crawler(crawler)
+    spider = scrapy.Spider("s")
+    spider.crawler = crawler
+    result = formatter.dropped({"url": "http://big/1", "html": body}, DropItem("dup"), None, spider)
+    assert len(result["msg"] % result["args"]) < 500
