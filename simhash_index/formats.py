@@ -17,26 +17,30 @@ import sys
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from .index import Duplicate
+    from .reports import Cluster, Stats
 
 FORMATS = ("table", "json", "jsonl", "csv")
 TABLE_WIDTH_OFF_TERMINAL = 10_000  # piped tables are not wrapped: one line per row
 
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _NOT_PLAIN = re.compile(r"[^\x20-\x7e]")
+_NOT_PLAIN_JSON = re.compile(r"[^\x20-\x7e\n]")  # json.dumps escapes newlines in strings; the others are indents
 _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _FORMULA_START = ("=", "+", "-", "@")
 
 Row = Mapping[str, Any]
 
 
-def default_format(stream: TextIO | None = None) -> str:
-    """`table` when writing to a terminal, `jsonl` when piped."""
-    stream = stream or sys.stdout
-    return "table" if _isatty(stream) else "jsonl"
+def default_format(piped: str = "jsonl", stream: TextIO | None = None) -> str:
+    """`table` when writing to a terminal (stdout unless given), `piped` otherwise."""
+    return "table" if isatty(stream or sys.stdout) else piped
 
 
-def _isatty(stream: TextIO) -> bool:
+def isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
@@ -64,7 +68,7 @@ def _escape_invisible(text: str, *, json_style: bool) -> str:
             return _escape_char(char, json_style=json_style)
         return char
 
-    return _NOT_PLAIN.sub(replace, text)
+    return (_NOT_PLAIN_JSON if json_style else _NOT_PLAIN).sub(replace, text)
 
 
 def visible(text: str) -> str:
@@ -163,8 +167,34 @@ def write_csv(rows: Iterable[Sequence[Any]], columns: Sequence[str], out: TextIO
         writer.writerow([csv_cell(v) for v in row])
 
 
+def write_objects(objects: Iterable[Any], fmt: str, out: TextIO) -> None:
+    """Nested objects as a JSON array (`json`) or one per line (`jsonl`)."""
+    if fmt == "json":
+        write_json_array(objects, out)
+    elif fmt == "jsonl":
+        out.writelines(to_json(obj) + "\n" for obj in objects)
+    else:
+        raise ValueError(f"objects are written as json or jsonl; got {fmt!r}")
+
+
+def bar(value: int, largest: int, width: int = 40) -> str:
+    """A histogram bar: `width` blocks for the largest value, at least one for any other.
+
+    >>> bar(10, 40, width=8), bar(1, 1000, width=8), bar(0, 5)
+    ('██', '█', '')
+    """
+    if value <= 0 or largest <= 0:
+        return ""
+    return "█" * max(1, round(width * value / largest))
+
+
 def write_table(
-    rows: Iterable[Sequence[Any]], columns: Sequence[str], out: TextIO, *, numeric: Iterable[str] = ()
+    rows: Iterable[Sequence[Any]],
+    columns: Sequence[str],
+    out: TextIO,
+    *,
+    numeric: Iterable[str] = (),
+    show_header: bool = True,
 ) -> None:
     """A rich table: coloured and fitted to a terminal, plain lines when piped."""
     from rich import box
@@ -172,7 +202,13 @@ def write_table(
     from rich.text import Text
 
     numeric = set(numeric)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    table = Table(
+        box=box.SIMPLE_HEAD if show_header else None,
+        show_edge=False,
+        show_header=show_header,
+        pad_edge=False,
+        header_style="bold",
+    )
     for name in columns:
         table.add_column(name, justify="right" if name in numeric else "left", overflow="fold")
     for row in rows:
@@ -181,12 +217,86 @@ def write_table(
     print_rich(table, out)
 
 
+# -- the reports ------------------------------------------------------------------
+
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "exact", "seen_at")
+
+
+def write_duplicates(duplicates: Iterable[Duplicate], fmt: str, out: TextIO) -> None:
+    rows = (
+        {"url": d.key, "duplicate_of": d.duplicate_of, "distance": d.distance, "exact": d.exact, "seen_at": d.seen_at}
+        for d in duplicates
+    )
+    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance"})
+
+
+def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
+    """json and jsonl: one object per cluster, its duplicates in a list; csv and table: one row per duplicate."""
+    if fmt in ("json", "jsonl"):
+        objects = (
+            {
+                "url": c.key,
+                "count": len(c.duplicates),
+                "duplicates": [{"url": d.key, "distance": d.distance, "exact": d.exact, "seen_at": d.seen_at} for d in c.duplicates],
+            }
+            for c in clusters
+        )
+        write_objects(objects, fmt, out)
+        return
+    table = fmt == "table"  # a table names the stored page once per cluster; a CSV row stands alone
+    rows = (
+        {
+            "url": c.key if i == 0 or not table else None,
+            "count": len(c.duplicates) if i == 0 or not table else None,
+            "duplicate": d.key,
+            "distance": d.distance,
+            "exact": d.exact,
+            "seen_at": d.seen_at,
+        }
+        for c in clusters
+        for i, d in enumerate(c.duplicates)
+    )
+    columns = ("url", "count", "duplicate", "distance") + (() if table else ("exact", "seen_at"))
+    write_rows(rows, columns, fmt, out, numeric={"count", "distance"})
+
+
+def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
+    """An object (json), or a summary, a histogram of distances and the top hosts (table)."""
+    hosts = [{"host": host, "duplicates": count} for host, count in stats.top_hosts]
+    distances = [{"distance": d, "duplicates": count} for d, count in stats.distances.items()]
+    if fmt == "json":
+        summary = {
+            "documents": stats.documents,
+            "duplicates": stats.duplicates,
+            "exact_duplicates": stats.exact_duplicates,
+            "near_duplicates": stats.near_duplicates,
+        }
+        write_json(summary | {"distances": distances, "top_hosts": hosts, "scheme": stats.scheme}, out)
+        return
+    if fmt != "table":
+        raise ValueError(f"stats are written as table or json; got {fmt!r}")
+    summary_rows = [
+        ("pages stored", stats.documents),
+        ("duplicates", stats.duplicates),
+        ("exact", stats.exact_duplicates),
+        ("near", stats.near_duplicates),
+    ]
+    write_table(summary_rows, ("name", "count"), out, numeric={"count"}, show_header=False)
+    widest = max(stats.distances.values(), default=0)
+    for row in distances:
+        row["histogram"] = bar(row["duplicates"], widest)
+    for rows, columns in ((distances, ("distance", "duplicates", "histogram")), (hosts, ("host", "duplicates"))):
+        if rows:
+            out.write("\n")
+            write_rows(rows, columns, "table", out, numeric={"distance", "duplicates"})
+
+
 def print_rich(renderable: Any, out: TextIO) -> None:
     """Print a rich renderable: straight to a terminal, else as plain lines without trailing blanks."""
     from rich.console import Console
 
     options = {"markup": False, "highlight": False, "emoji": False}
-    if _isatty(out):
+    if isatty(out):
         Console(file=out, **options).print(renderable)
         return
     buffer = io.StringIO()

@@ -42,7 +42,7 @@ class PipelineSettings:
 
     database_url: str = "sqlite:///simhash.db"
     max_distance: int = 3
-    min_text_length: int = 200
+    min_text_length: int = Fingerprinter.min_length
     html_field: str = "html"
     text_field: str = "text"
     url_field: str = "url"

@@ -15,6 +15,11 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _TOKEN = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W{_HAN}]+)")
 _HAS_HAN = re.compile(f"[{_HAN}]")
 _SPACES = re.compile(r"\s+")
+_CJK = _HAN + "\u3040-\u30ff\uac00-\ud7af"  # Han, kana, hangul
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_SPLIT = re.compile(f"([{_CJK}]+)")
+_WORD = re.compile(r"\w+")
+CJK_PAGE_SHARE = 0.05  # a page is CJK when at least this share of its word characters are
 
 _jieba_lock = threading.Lock()
 _jieba = None
@@ -77,4 +82,39 @@ def auto_words(text: str) -> list[str]:
 
 
 
-TOKENIZERS = {"auto": auto_words, "jieba": jieba_words, "words": words}
+def cjk_bigrams(text: str) -> list[str]:
+    """Unicode words; runs of CJK characters become overlapping character bigrams."""
+    tokens: list[str] = []
+    for word in _WORD.findall(text):
+        if not _CJK_CHAR.search(word):
+            tokens.append(word)
+            continue
+        for i, part in enumerate(_CJK_SPLIT.split(word)):
+            if not part:
+                continue
+            if i % 2 == 0:  # latin letters or digits glued to CJK characters
+                tokens.append(part)
+            elif len(part) == 1:
+                tokens.append(part)
+            else:
+                tokens.extend(part[j : j + 2] for j in range(len(part) - 1))
+    return tokens
+
+
+def is_cjk_text(text: str) -> bool:
+    """Whether CJK characters make up at least CJK_PAGE_SHARE of the word characters."""
+    word_chars = sum(len(w) for w in _WORD.findall(text))
+    return word_chars > 0 and len(_CJK_CHAR.findall(text)) >= CJK_PAGE_SHARE * word_chars
+
+
+def shingles(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> set[str]:
+    """The shingle set a page is compared by: character n-shingles of CJK text (spaces
+    removed), word n-shingles otherwise. A text shorter than n is one shingle."""
+    if is_cjk_text(normalized_text):
+        chars = normalized_text.replace(" ", "")
+        return {chars[i : i + chars_n] for i in range(max(1, len(chars) - chars_n + 1))}
+    tokens = _WORD.findall(normalized_text)
+    return {" ".join(tokens[i : i + words_n]) for i in range(max(1, len(tokens) - words_n + 1))}
+
+
+TOKENIZERS = {"auto": auto_words, "jieba": jieba_words, "words": words, "bigrams": cjk_bigrams}

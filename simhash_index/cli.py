@@ -1,0 +1,429 @@
+"""The `simhash-index` command line: a thin click layer over the library.
+
+Each command makes one library call. Library errors become one line on stderr
+and a non-zero exit: 2 when the database cannot be opened or has no simhash
+tables, 1 for everything else (click's own usage errors exit 2 too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+from sqlalchemy.exc import SQLAlchemyError
+
+from . import __version__, formats, reports
+from .engine import is_memory, masked, parse_url
+from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SimhashIndexError
+from .extract import decode, extract_text
+from .fingerprint import DEFAULT, Fingerprinter, NoFeaturesError
+from .index import MAX_SUPPORTED_DISTANCE, SimhashIndex
+from .simhash import from_hex, hamming, to_hex
+
+DB_ENV = "SIMHASH_DATABASE_URL"
+DEFAULT_DB = "sqlite:///simhash.db"
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+_HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
+_SNIFF_CHARS = 100_000
+
+
+class DatabaseError(click.ClickException):
+    """The database cannot be opened, or holds no simhash index."""
+
+    exit_code = 2
+
+
+def one_line(error: object) -> str:
+    """A message on one line: library messages may span several."""
+    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+
+
+class _Group(click.Group):
+    """Turns the library's errors into one-line click errors, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (IndexUnavailableError, IndexNotFoundError, SchemaVersionError) as exc:
+            raise DatabaseError(one_line(exc)) from None
+        except SimhashIndexError as exc:
+            raise click.ClickException(one_line(exc)) from None
+        except SQLAlchemyError as exc:
+            raise DatabaseError(f"database error: {one_line(getattr(exc, 'orig', None) or exc)}") from None
+        except BrokenPipeError:
+            raise  # click exits quietly when the reader of stdout goes away
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(one_line(exc)) from None
+
+
+# -- shared options ---------------------------------------------------------------
+
+
+def db_option(command: Callable) -> Callable:
+    return click.option(
+        "--db",
+        metavar="URL",
+        envvar=DB_ENV,
+        default=DEFAULT_DB,
+        show_default=True,
+        show_envvar=True,
+        help="Database URL: sqlite:///path or postgresql://user@host/db.",
+    )(command)
+
+
+def format_option(choices: tuple[str, ...] = formats.FORMATS, piped: str = "jsonl") -> Callable:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        help=f"Output format [default: table on a terminal, {piped} when piped].",
+    )
+
+
+def _format(fmt: str | None, piped: str = "jsonl") -> str:
+    return fmt or formats.default_format(piped)
+
+
+class IsoDateTime(click.ParamType):
+    """An ISO 8601 date or datetime; UTC unless it carries an offset."""
+
+    name = "DATETIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text)  # a date alone is its midnight
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO date or datetime, e.g. 2024-05-01 or 2024-05-01T12:00:00+02:00")
+        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+# -- opening the database and reading pages ---------------------------------------
+
+
+def open_index(db: str, *, create: bool = False, max_distance: int = 3) -> SimhashIndex:
+    """The index at `db`, closed when the command ends. Read-only commands never create anything."""
+    url = parse_url(db)
+    database = url.database or ""
+    if not create and url.get_backend_name() == "sqlite" and not is_memory(url) and not url.query.get("uri"):
+        if not Path(database).is_file():  # opening would create an empty file
+            raise IndexNotFoundError(f"{masked(url)}: no such database file")
+    index = SimhashIndex(url, create=create, scheme=None, max_distance=max_distance)
+    return click.get_current_context().with_resource(index)
+
+
+def fingerprinter_for(scheme: str) -> Fingerprinter:
+    """A Fingerprinter whose fingerprints are comparable with a database's.
+
+    The command line uses the default settings; only a different minimum
+    text length (SIMHASH_MIN_TEXT_LENGTH) can be read back from the scheme.
+    """
+    if scheme == DEFAULT.scheme:
+        return DEFAULT
+    found = re.search(r" min_length=(\d+) ", scheme)
+    if found:
+        candidate = Fingerprinter(min_length=int(found.group(1)))
+        if candidate.scheme == scheme:
+            return candidate
+    raise click.ClickException(
+        f"the database's fingerprints were made with settings the command line cannot reproduce ({scheme}): "
+        "use the library with the same Fingerprinter settings"
+    )
+
+
+def looks_like_html(name: str, content: str) -> bool:
+    """HTML by extension, or by content: starts with '<' and has an html, body or p tag."""
+    if name.lower().endswith(HTML_SUFFIXES):
+        return True
+    head = content[:_SNIFF_CHARS]
+    return head.lstrip().startswith("<") and _HTML_TAG.search(head) is not None
+
+
+def read_page(path: str, kind: str = "auto") -> str:
+    """The text of a file ('-' for stdin): HTML has its main text extracted, as the pipeline does."""
+    raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    content = decode(raw)
+    if kind == "html" or (kind == "auto" and looks_like_html(path, content)):
+        text = extract_text(content)
+        if text is None:
+            raise click.ClickException(f"{path}: no main text found in the HTML")
+        return text
+    return content
+
+
+def fingerprint_of(fingerprinter: Fingerprinter, text: str, name: str) -> int:
+    try:
+        return fingerprinter.fingerprint(text)
+    except NoFeaturesError:
+        raise click.ClickException(f"{name}: no words to fingerprint (empty, or only punctuation and stop words)") from None
+
+
+@contextmanager
+def progress(total: int | None, description: str) -> Iterator[Callable[[int], None]]:
+    """advance(n) for a progress bar on stderr, shown only when stderr is a terminal."""
+    if not formats.isatty(sys.stderr):
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+# -- commands ---------------------------------------------------------------------
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="simhash-index")
+def cli() -> None:
+    """Inspect and query a simhash-index near-duplicate database.
+
+    The database is --db, else $SIMHASH_DATABASE_URL, else sqlite:///simhash.db.
+    """
+
+
+@cli.command()
+@db_option
+@format_option(("table", "json"), piped="json")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="How many hosts to list.")
+def stats(db: str, fmt: str | None, top: int) -> None:
+    """Pages stored, duplicates logged (exact and near), distances, top hosts."""
+    formats.write_stats(reports.stats(open_index(db), top=top), _format(fmt, "json"), sys.stdout)
+
+
+@cli.command()
+@db_option
+@format_option()
+@click.option("--host", help="Only pages on this host or its subdomains (example.com takes in www.example.com).")
+@click.option("--since", type=IsoDateTime(), help="Only pages dropped at or after this ISO date or datetime (UTC).")
+@click.option("--max-distance", type=click.IntRange(0, 64), help="Only pages within this many bits of the page kept.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+def duplicates(
+    db: str, fmt: str | None, host: str | None, since: datetime | None, max_distance: int | None, limit: int | None
+) -> None:
+    """One row per page dropped as a duplicate, in the order they were dropped."""
+    rows = reports.duplicates(open_index(db), host=host, since=since, max_distance=max_distance, limit=limit)
+    formats.write_duplicates(rows, _format(fmt), sys.stdout)
+
+
+@cli.command()
+@db_option
+@format_option()
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many clusters.")
+def clusters(db: str, fmt: str | None, limit: int | None) -> None:
+    """Each stored page that has duplicates, with them, largest first.
+
+    json and jsonl give one object per cluster, with its duplicates in a list;
+    csv and table give one row per duplicate.
+    """
+    formats.write_clusters(reports.clusters(open_index(db), limit=limit), _format(fmt), sys.stdout)
+
+
+FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
+
+
+@cli.command()
+@db_option
+@format_option()
+@click.option("--url", help="A page stored in the database.")
+@click.option("--text", "text_file", type=FILE_OR_STDIN, help="A text file, or - for stdin.")
+@click.option("--html", "html_file", type=FILE_OR_STDIN, help="An HTML file, or - for stdin; its main text is used.")
+@click.option("--simhash", "simhash_hex", metavar="HEX", help="A fingerprint: 16 hex digits.")
+@click.option(
+    "--max-distance",
+    default=MAX_SUPPORTED_DISTANCE,
+    show_default=True,
+    type=click.IntRange(0, MAX_SUPPORTED_DISTANCE),
+    help="Largest Hamming distance to list.",
+)
+def query(
+    db: str,
+    fmt: str | None,
+    url: str | None,
+    text_file: str | None,
+    html_file: str | None,
+    simhash_hex: str | None,
+    max_distance: int,
+) -> None:
+    """Stored pages near a page, a text, an HTML file or a simhash, nearest first."""
+    given = [name for name, value in (("--url", url), ("--text", text_file), ("--html", html_file), ("--simhash", simhash_hex)) if value is not None]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one of --url, --text, --html, --simhash")
+    index = open_index(db, max_distance=max_distance)
+    if simhash_hex is not None:
+        try:
+            fingerprint = from_hex(simhash_hex)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--simhash") from None
+    elif url is not None:
+        fingerprint = stored_fingerprint(index, url)
+    else:
+        path, kind = (text_file, "text") if text_file is not None else (html_file, "html")
+        fingerprint = fingerprint_of(fingerprinter_for(index.scheme), read_page(path, kind), path)
+    matches = (m for m in index.query(fingerprint) if m.key != url)
+    formats.write_rows(
+        ({"url": m.key, "simhash": to_hex(m.fingerprint), "distance": m.distance} for m in matches),
+        ("url", "simhash", "distance"),
+        _format(fmt),
+        sys.stdout,
+        numeric={"distance"},
+    )
+
+
+def stored_fingerprint(index: SimhashIndex, url: str) -> int:
+    match = index.get(url)
+    if match is None:
+        raise click.ClickException(f"{formats.visible(url)} is not a page stored in the database (dropped pages are not)")
+    if match.fingerprint is None:
+        raise click.ClickException(f"{formats.visible(url)} is stored without a simhash (its text is short: exact matches only)")
+    return match.fingerprint
+
+
+@cli.command()
+@format_option()
+@click.argument("files", nargs=-1, required=True, type=FILE_OR_STDIN)
+def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
+    """The simhash of text or HTML files, as the pipeline computes it.
+
+    HTML (by extension .html/.htm, or content) has its main text extracted
+    first. text_hash is the hash of the normalised text, for exact matches.
+    """
+    rows = []
+    with progress(len(files), "fingerprinting") as advance:
+        for path in files:
+            text = read_page(path)
+            fingerprint = fingerprint_of(DEFAULT, text, path)
+            signature = DEFAULT.signature(text)
+            rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": to_hex(signature.text_hash)})
+            advance(1)
+    formats.write_rows(rows, ("file", "simhash", "text_hash"), _format(fmt), sys.stdout)
+
+
+@cli.command()
+@db_option
+@format_option()
+@click.argument("a")
+@click.argument("b")
+def compare(db: str, fmt: str | None, a: str, b: str) -> None:
+    """The Hamming distance between two files (text or HTML) or two stored URLs.
+
+    An argument that names a file (or is -) is read; one with :// is looked up in the database.
+    """
+    if a == b == "-":
+        raise click.UsageError("only one of A and B can be - (stdin)")
+    files = {value: value == "-" or Path(value).is_file() for value in (a, b)}
+    for name, value in (("A", a), ("B", b)):
+        if not files[value] and "://" not in value:
+            raise click.BadParameter(f"{formats.visible(value)!r} is neither a file nor a URL", param_hint=name)
+    index = None if all(files.values()) else open_index(db)
+    fingerprinter = DEFAULT if index is None else fingerprinter_for(index.scheme)
+    fingerprints = [
+        fingerprint_of(fingerprinter, read_page(value), value) if files[value] else stored_fingerprint(index, value)
+        for value in (a, b)
+    ]
+    row = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
+    row["distance"] = hamming(*fingerprints)
+    formats.write_rows([row], ("a", "a_simhash", "b", "b_simhash", "distance"), _format(fmt), sys.stdout, numeric={"distance"})
+
+
+@cli.command("import")
+@db_option
+@click.argument("file", type=FILE_OR_STDIN)
+@click.option("--dry-run", is_flag=True, help="Report what would be kept and dropped; write nothing.")
+@click.option(
+    "--max-distance",
+    default=MAX_SUPPORTED_DISTANCE,
+    show_default=True,
+    type=click.IntRange(0, MAX_SUPPORTED_DISTANCE),
+    help="Largest Hamming distance that makes a page a near-duplicate.",
+)
+def import_(db: str, file: str, dry_run: bool, max_distance: int) -> None:
+    """Deduplicate a JSON lines corpus into the database, as the pipeline would.
+
+    Each line is an object with "url" and "text" or "html" (whose main text is
+    extracted). Pages are checked in file order against the database and the
+    pages kept before them. --dry-run reads the database but writes nothing.
+    """
+    if dry_run:
+        source = open_existing(db, max_distance)
+        scheme = source.scheme if source is not None else DEFAULT.scheme
+        target: Any = click.get_current_context().with_resource(
+            reports.DryRunIndex(source, scheme=scheme, max_distance=max_distance)
+        )
+    else:
+        target = open_index(db, create=True, max_distance=max_distance)
+        scheme = target.scheme
+    fingerprinter = fingerprinter_for(scheme)
+    counts: Counter[str] = Counter()
+    for url, text in read_corpus(file, written=not dry_run):
+        signature = fingerprinter.signature(text) if text is not None else None
+        if signature is None:
+            counts["skipped"] += 1
+        else:
+            counts["dropped" if target.check_and_add(url, signature) is not None else "kept"] += 1
+    prefix = "dry run, nothing written: " if dry_run else ""
+    click.echo(f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text)")
+
+
+def open_existing(db: str, max_distance: int) -> SimhashIndex | None:
+    """The index at `db`, or None when there is none yet (an import would create it)."""
+    try:
+        return open_index(db, max_distance=max_distance)
+    except IndexNotFoundError:
+        return None
+
+
+def read_corpus(file: str, *, written: bool) -> Iterator[tuple[str, str | None]]:
+    """(url, text or None) for each line of a JSON lines corpus, with a progress bar."""
+    stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))
+    try:
+        total = os.fstat(stream.fileno()).st_size if file != "-" else None
+    except (OSError, ValueError):
+        total = None
+    with progress(total, "importing") as advance:
+        for number, line in enumerate(stream, 1):
+            advance(len(line))
+            if line.strip():
+                yield page_of(line, f"{file} line {number}", written)
+
+
+def page_of(line: bytes, where: str, written: bool) -> tuple[str, str | None]:
+    """(url, text) of one corpus line, the text as the pipeline gets it: "text", else "html" extracted."""
+    after = "; the lines before it were imported" if written else ""
+    try:
+        page = json.loads(line)
+    except ValueError as exc:
+        raise click.ClickException(f"{where}: not JSON ({exc}){after}") from None
+    if not isinstance(page, dict) or not isinstance(page.get("url"), str) or not page["url"]:
+        raise click.ClickException(f'{where}: not an object with a "url" string{after}')
+    text, html = page.get("text"), page.get("html")
+    if not isinstance(text, str) and not isinstance(html, str):
+        raise click.ClickException(f'{where}: needs a "text" or "html" string{after}')
+    if isinstance(text, str) and text.strip():
+        return page["url"], text
+    if not isinstance(html, str):
+        return page["url"], None
+    try:
+        return page["url"], extract_text(html)
+    except ValueError:  # ExtractionError: the pipeline lets such a page through unchecked
+        return page["url"], None
+
+
+def main() -> None:
+    """Entry point of the `simhash-index` console script."""
+    cli(prog_name="simhash-index")

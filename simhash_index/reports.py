@@ -1,0 +1,239 @@
+"""Read-only reports over an index's tables, and a dry-run stand-in for `check_and_add`.
+
+Every query is SQLAlchemy Core, portable to SQLite and PostgreSQL, with every
+value bound as a parameter. Hosts are parsed from URLs in Python, so both
+backends agree on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from urllib.parse import urlsplit
+
+from sqlalchemy import Select, func, insert, or_, select
+from sqlalchemy.engine import Connection, Result
+
+from . import schema
+from .fingerprint import Signature
+from .index import DEFAULT_MIN_SIMILARITY, Duplicate, Match, SimhashIndex, as_utc, key_hash
+from .simhash import blocks, to_signed
+
+STREAM_ROWS = 1000  # rows fetched at a time by listings
+
+
+def _reading(index: SimhashIndex) -> AbstractContextManager[Connection]:
+    """A read-only transaction; connection failures become IndexUnavailableError."""
+    return index._transaction(write=False)
+
+
+def host_of(url: str) -> str | None:
+    """The lower-cased host name of a URL, without port or user; None when it has none.
+
+    >>> host_of("https://User@WWW.Example.com:8080/a?b"), host_of("not a url")
+    ('www.example.com', None)
+    """
+    try:
+        return urlsplit(url).hostname or None
+    except ValueError:  # e.g. an unbalanced IPv6 bracket
+        return None
+
+
+def normalize_host(host: str) -> str:
+    """A host as given on the command line, as `host_of` spells it."""
+    return host.strip().rstrip(".").lower()
+
+
+def on_host(url: str, host: str) -> bool:
+    """Whether a URL is on `host` (already normalised) or one of its subdomains.
+
+    >>> on_host("https://news.example.com/a", "example.com"), on_host("https://badexample.com/", "example.com")
+    (True, False)
+    """
+    found = host_of(url)
+    return found is not None and (found == host or found.endswith("." + host))
+
+
+# -- stats ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What an index holds."""
+
+    documents: int
+    duplicates: int
+    exact_duplicates: int
+    distances: dict[int, int]  # distance -> duplicates, every distance from 0 to the largest seen
+    top_hosts: list[tuple[str | None, int]]  # (host, duplicates), most first
+    scheme: str
+
+    @property
+    def near_duplicates(self) -> int:
+        return self.duplicates - self.exact_duplicates
+
+
+def stats(index: SimhashIndex, *, top: int = 10) -> Stats:
+    """Pages stored, duplicates logged by distance, and the `top` hosts with the most duplicates."""
+    t = schema.duplicates.c
+    with _reading(index) as conn:
+        documents = conn.execute(select(func.count()).select_from(schema.documents)).scalar_one()
+        groups = conn.execute(select(t.distance, t.exact, func.count()).group_by(t.distance, t.exact)).all()
+        with _stream(conn, select(t.key)) as keys:
+            hosts = Counter(host_of(key) for key in keys.scalars())
+    by_distance: Counter[int] = Counter()
+    exact = 0
+    for distance, is_exact, count in groups:
+        by_distance[distance] += count
+        exact += count if is_exact else 0
+    histogram = {d: by_distance[d] for d in range(max(by_distance, default=-1) + 1)}
+    ranked = sorted(hosts.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
+    return Stats(documents, sum(by_distance.values()), exact, histogram, ranked[:top], index.scheme)
+
+
+def _stream(conn: Connection, statement: Select) -> Result:
+    """Rows fetched in batches (a server-side cursor on PostgreSQL); close it with `with`."""
+    return conn.execution_options(yield_per=STREAM_ROWS).execute(statement)
+
+
+# -- the duplicates log -----------------------------------------------------------
+
+
+def duplicates(
+    index: SimhashIndex,
+    *,
+    host: str | None = None,
+    since: datetime | None = None,
+    max_distance: int | None = None,
+    limit: int | None = None,
+) -> Iterator[Duplicate]:
+    """Pages dropped as duplicates, in the order they were logged, streamed.
+
+    host: only pages on this host or its subdomains. since: only pages dropped
+    at or after this moment (naive means UTC).
+    """
+    t = schema.duplicates.c
+    statement = select(t.key, t.duplicate_of, t.distance, t.exact, t.seen_at).order_by(t.id)
+    if since is not None:
+        statement = statement.where(t.seen_at >= _utc(since))
+    if max_distance is not None:
+        statement = statement.where(t.distance <= max_distance)
+    if host is not None:
+        host = normalize_host(host)
+        if host.isascii():  # narrows the rows read; on_host below decides
+            statement = statement.where(func.lower(t.key).like(f"%{_like_escape(host)}%", escape="/"))
+    elif limit is not None:
+        statement = statement.limit(limit)
+    with _reading(index) as conn, _stream(conn, statement) as result:
+        rows: Iterator = iter(result)
+        if host is not None:
+            rows = (row for row in rows if on_host(row.key, host))
+        for row in itertools.islice(rows, limit):
+            yield Duplicate(row.key, row.duplicate_of, row.distance, bool(row.exact), as_utc(row.seen_at))
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def _like_escape(value: str) -> str:
+    return value.replace("/", "//").replace("%", "/%").replace("_", "/_")
+
+
+# -- clusters ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A stored page and the pages dropped as its duplicates, nearest first."""
+
+    key: str
+    duplicates: tuple[Duplicate, ...]
+
+
+def clusters(index: SimhashIndex, *, limit: int | None = None) -> Iterator[Cluster]:
+    """Each stored page that has duplicates, with them; the largest clusters first, streamed."""
+    dup = schema.duplicates
+    doc = schema.documents
+    size = func.count().label("size")
+    sizes = (
+        select(dup.c.duplicate_of_id.label("doc_id"), size)
+        .group_by(dup.c.duplicate_of_id)
+        .order_by(size.desc(), dup.c.duplicate_of_id)
+        .limit(limit)
+        .subquery()
+    )
+    statement = (
+        select(sizes.c.doc_id, doc.c.key.label("stored"), dup.c.key, dup.c.distance, dup.c.exact, dup.c.seen_at)
+        .select_from(sizes.join(doc, doc.c.id == sizes.c.doc_id).join(dup, dup.c.duplicate_of_id == sizes.c.doc_id))
+        .order_by(sizes.c.size.desc(), sizes.c.doc_id, dup.c.distance, dup.c.id)
+    )
+    with _reading(index) as conn, _stream(conn, statement) as result:
+        for _, members in itertools.groupby(result, key=lambda row: row.doc_id):
+            members = list(members)
+            stored = members[0].stored
+            yield Cluster(
+                stored,
+                tuple(Duplicate(m.key, stored, m.distance, bool(m.exact), as_utc(m.seen_at)) for m in members),
+            )
+
+
+# -- dry runs ---------------------------------------------------------------------
+
+_COPIED = [c for c in schema.documents.c if c.name != "id"]
+
+
+class DryRunIndex:
+    """`check_and_add` that never writes to the database, with the same answers.
+
+    Runs the index's own check on a private in-memory index. Before each check
+    it copies in, read-only, every stored page the checked one could match
+    (same key, same text hash, or a shared 16-bit block), so the in-memory
+    index holds all a real check would see, plus the pages kept so far.
+    """
+
+    def __init__(
+        self,
+        source: SimhashIndex | None,
+        *,
+        scheme: str,
+        max_distance: int = 3,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+    ) -> None:
+        self._source = source
+        self._memory = SimhashIndex("sqlite://", scheme=scheme, max_distance=max_distance, min_similarity=min_similarity)
+        self._present: set[int] = set()  # key hashes already in memory: never copied twice
+
+    def check_and_add(self, key: str, signature: Signature) -> Match | None:
+        if self._source is not None:
+            self._copy_neighbourhood(key, signature)
+        self._present.add(key_hash(key))
+        return self._memory.check_and_add(key, signature)
+
+    def _copy_neighbourhood(self, key: str, signature: Signature) -> None:
+        d = schema.documents.c
+        near = [d.key_hash == key_hash(key)]
+        if signature.text_hash is not None:
+            near.append(d.text_hash == to_signed(signature.text_hash))
+        if signature.simhash is not None:
+            near += [d[f"block{i}"] == value for i, value in enumerate(blocks(signature.simhash))]
+        with _reading(self._source) as conn:
+            rows = conn.execute(select(*_COPIED).where(or_(*near))).mappings().all()
+        fresh = [dict(row) for row in rows if row["key_hash"] not in self._present]
+        if fresh:
+            with self._memory._transaction() as conn:
+                conn.execute(insert(schema.documents), fresh)
+            self._present.update(row["key_hash"] for row in fresh)
+
+    def close(self) -> None:
+        self._memory.close()
+
+    def __enter__(self) -> DryRunIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
