@@ -81,12 +81,20 @@ def page(title: str, paragraphs: list[str], *, nav: int = 5, ad: str = "", lang:
     )
 
 
+def related(seed: int) -> list[str]:
+    """A "related articles" block: a few headlines that change from copy to copy."""
+    rng = random.Random(seed)
+    titles = [" ".join(rng.choice(WORDS) for _ in range(5)).capitalize() for _ in range(4)]
+    return ["Related articles: " + "; ".join(titles) + "."]
+
+
 TEMPLATE_FOOTER = " ".join(english_article(999, paragraphs=3, sentences=5))
 
 
 def build_site(root: Path) -> dict:
     """Write the site under root; return its clusters (lists of paths, one page to keep each) and singles."""
     article = english_article(1)
+    story = english_article(6, paragraphs=8, sentences=8)
     zh = chinese_article(2, paragraphs=6, sentences=8)
     zh_edited = list(zh)  # two sentences rewritten
     zh_edited[1] = zh_edited[1].replace("。", "，据本报记者报道。", 1)
@@ -102,6 +110,9 @@ def build_site(root: Path) -> dict:
         "zh/c.html": page("城市新闻", zh, lang="zh"),
         "zh/c-mirror.html": page("城市新闻", zh, nav=9, ad="广告：欢迎订阅", lang="zh"),
         "zh/c-edited.html": page("城市新闻", zh_edited, lang="zh"),
+        # the same story with a changed date, byline and related-links block
+        "blog/f.html": page("Council vote", ["Published 3 May 2024 by Ann Lee."] + story + related(1)),
+        "blog/f-updated.html": page("Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen."] + story + related(2)),
         # distinct articles
         "news/b.html": page("Budget debate", english_article(3)),
         "news/d.html": page("Forest policy", english_article(4)),
@@ -126,6 +137,7 @@ def build_site(root: Path) -> dict:
     clusters = [
         ["news/a.html", "mirror/a.html", "print/a.html", "copy/a.html", "news/a-edited.html"],
         ["zh/c.html", "zh/c-mirror.html", "zh/c-edited.html"],
+        ["blog/f.html", "blog/f-updated.html"],
     ]
     singles = ["index.html", "news/b.html", "news/d.html", "zh/e.html"] + [f"tpl/{i}.html" for i in range(4)]
     return {"clusters": clusters, "singles": singles}
@@ -136,11 +148,68 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a crawler killed mid-download is expected here, not an error to print
+
+
 @contextmanager
 def serve(root: Path) -> Iterator[str]:
     """Serve root on 127.0.0.1 on a free port; yields the base URL."""
     handler = functools.partial(_QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def build_cluster_site(root: Path, clusters: int = 12, members: int = 4, indexes: int = 4) -> dict:
+    """Clusters of near-duplicates (exact copies, other templates, small edits) and
+    `indexes` index pages listing every page in a different order."""
+    paths: list[list[str]] = []
+    pages: dict[str, str] = {}
+    for c in range(clusters):
+        text = english_article(1000 + c, paragraphs=6, sentences=6)
+        cluster = []
+        for m in range(members):
+            body = edit_words(text, c * 100 + m, 1) if m % 2 else text
+            path = f"c{c}/m{m}.html"
+            pages[path] = page(f"Story {c}", body, nav=3 + m, ad="Advert" * m)
+            cluster.append(path)
+        paths.append(cluster)
+    everything = [p for cluster in paths for p in cluster]
+    for i in range(indexes):
+        order = list(everything)
+        random.Random(i).shuffle(order)
+        links = "".join(f'<li><a href="/{p}">{p}</a></li>' for p in order)
+        pages[f"index-{i}.html"] = f"<html><head><title>Index {i}</title></head><body><ul>{links}</ul></body></html>"
+    for path, html in pages.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    return {"clusters": paths, "indexes": [f"index-{i}.html" for i in range(indexes)]}
+
+
+class _SlowHandler(_QuietHandler):
+    delay = 0.05
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        import time
+
+        time.sleep(self.delay)
+        super().do_GET()
+
+
+@contextmanager
+def serve_slowly(root: Path, delay: float = 0.05) -> Iterator[str]:
+    """Like serve(), with a delay before each response, so a crawl can be interrupted mid-way."""
+    handler = functools.partial(type("Slow", (_SlowHandler,), {"delay": delay}), directory=str(root))
+    server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,0 +1,115 @@
+"""Many crawlers on one index, and crashes: real `scrapy crawl` processes on real databases."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from crawling import REPO
+from sites import build_cluster_site, serve, serve_slowly
+from sqlalchemy import create_engine, text
+
+from simhash_index.engine import parse_url
+
+
+def start_crawl(start_url: str, db_url: str, log: Path, *settings: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start_url}",
+               "-s", f"SIMHASH_DATABASE_URL={db_url}", "-s", f"LOG_FILE={log}", "-s", "ROBOTSTXT_OBEY=False"]
+    for setting in settings:
+        command += ["-s", setting]
+    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def db_state(db_url: str) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
+    """(stored key -> id, dropped key -> (duplicate_of, duplicate_of_id)), read with plain SQL."""
+    engine = create_engine(parse_url(db_url))
+    try:
+        with engine.connect() as conn:
+            stored = dict(conn.execute(text("SELECT key, id FROM simhash_documents")).all())
+            dropped = {k: (d, i) for k, d, i in conn.execute(
+                text("SELECT key, duplicate_of, duplicate_of_id FROM simhash_duplicates")).all()}
+    finally:
+        engine.dispose()
+    return stored, dropped
+
+
+def assert_consistent(db_url: str, base: str, clusters: list[list[str]], *, complete: bool) -> None:
+    """Each cluster has at most (with complete: exactly) one stored page and every other
+    crawled member is logged as a duplicate of that stored page; no row points nowhere."""
+    stored, dropped = db_state(db_url)
+    assert not set(stored) & set(dropped)
+    for key, (duplicate_of, target_id) in dropped.items():
+        assert stored.get(duplicate_of) == target_id, (key, duplicate_of)
+    for cluster in clusters:
+        urls = [f"{base}/{p}" for p in cluster]
+        kept = [u for u in urls if u in stored]
+        assert len(kept) <= 1, kept
+        if complete:
+            assert len(kept) == 1, cluster
+            assert all(dropped[u][0] == kept[0] for u in urls if u != kept[0])
+
+
+def finish(processes: list[subprocess.Popen], logs: list[Path]) -> None:
+    for process, log in zip(processes, logs):
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr[-2000:]
+        content = log.read_text()
+        assert "Traceback" not in content, content[content.index("Traceback") - 500 :][:3000]
+        assert "simhash/errors" not in content
+        assert "finish_reason': 'finished'" in content
+
+
+@pytest.mark.parametrize(("backend", "crawlers", "rounds"), [("postgres", 4, 3), ("sqlite", 2, 2)])
+def test_many_crawlers_share_one_index(backend: str, crawlers: int, rounds: int, request, tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    info = build_cluster_site(root, clusters=12, members=4, indexes=crawlers)
+    db_url = request.getfixturevalue(f"{backend}_url")
+    with serve(root) as base:
+        for round_number in range(rounds):
+            if round_number:
+                reset_tables(db_url)
+            logs = [tmp_path / f"r{round_number}-c{i}.log" for i in range(crawlers)]
+            processes = [
+                start_crawl(f"{base}/{info['indexes'][i]}", db_url, logs[i]) for i in range(crawlers)
+            ]
+            finish(processes, logs)
+            assert_consistent(db_url, base, info["clusters"], complete=True)
+
+
+def reset_tables(db_url: str) -> None:
+    engine = create_engine(parse_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM simhash_duplicates"))
+        conn.execute(text("DELETE FROM simhash_documents"))
+    engine.dispose()
+
+
+def test_sigkill_mid_crawl_leaves_a_consistent_index(sqlite_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    info = build_cluster_site(root, clusters=15, members=4, indexes=1)
+    jobdir = tmp_path / "job"
+    with serve_slowly(root, delay=0.1) as base:
+        start = f"{base}/{info['indexes'][0]}"
+        crawl = start_crawl(start, sqlite_url, tmp_path / "killed.log", f"JOBDIR={jobdir}", "CONCURRENT_REQUESTS=4")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            stored, dropped = db_state(sqlite_url) if Path(sqlite_url.removeprefix("sqlite:///")).exists() else ({}, {})
+            if len(stored) + len(dropped) >= 15:
+                break
+            time.sleep(0.2)
+        os.kill(crawl.pid, signal.SIGKILL)
+        crawl.communicate()
+        stored, dropped = db_state(sqlite_url)
+        assert 15 <= len(stored) + len(dropped) < 60  # killed mid-way
+        assert_consistent(sqlite_url, base, info["clusters"], complete=False)
+
+        # The rerun revisits pages the killed run already decided on: stored pages stay
+        # stored (not duplicates of themselves), logged ones are dropped again.
+        resumed = start_crawl(start, sqlite_url, tmp_path / "resumed.log", f"JOBDIR={jobdir}")
+        finish([resumed], [tmp_path / "resumed.log"])
+    assert_consistent(sqlite_url, base, info["clusters"], complete=True)
