@@ -150,9 +150,19 @@ class SimhashDedupPipeline:
         """Extraction and the DB call run in a thread, so the crawl keeps downloading."""
         try:
             return await maybe_deferred_to_future(deferToThread(self.process_item_blocking, item))
+        except DropItem:
+            raise
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated
+        except Exception as exc:  # an unforeseen failure on one page must not lose it or stop the crawl
+            self._inc("simhash/errors")
+            self._inc("simhash/errors/unexpected")
+            logger.error(
+                "simhash: unexpected %s on %s: %s; the item passes through",
+                type(exc).__name__, shorten(ItemAdapter(item).get(self.settings.url_field)), shorten(exc),
+            )
+            return item
 
     def process_item_blocking(self, item: Any) -> Any:
         """The whole check for one item, blocking: returns the item or raises DropItem.

@@ -13,6 +13,7 @@ import pytest
 from crawling import REPO
 from sites import build_cluster_site, serve, serve_slowly
 from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 
 from simhash_index.engine import parse_url
 
@@ -52,6 +53,15 @@ def assert_consistent(db_url: str, base: str, clusters: list[list[str]], *, comp
         if complete:
             assert len(kept) == 1, cluster
             assert all(dropped[u][0] == kept[0] for u in urls if u != kept[0])
+
+
+def decided(db_url: str) -> int:
+    """Pages stored or logged so far; 0 before the crawler has created its tables."""
+    try:
+        stored, dropped = db_state(db_url)
+    except OperationalError:
+        return 0
+    return len(stored) + len(dropped)
 
 
 def finish(processes: list[subprocess.Popen], logs: list[Path]) -> None:
@@ -98,8 +108,7 @@ def test_sigkill_mid_crawl_leaves_a_consistent_index(sqlite_url: str, tmp_path: 
         crawl = start_crawl(start, sqlite_url, tmp_path / "killed.log", f"JOBDIR={jobdir}", "CONCURRENT_REQUESTS=4")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            stored, dropped = db_state(sqlite_url) if Path(sqlite_url.removeprefix("sqlite:///")).exists() else ({}, {})
-            if len(stored) + len(dropped) >= 15:
+            if decided(sqlite_url) >= 15:
                 break
             time.sleep(0.2)
         os.kill(crawl.pid, signal.SIGKILL)
