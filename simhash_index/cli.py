@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from . import __version__, formats, reports
 from .engine import is_memory, masked, parse_url
 from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SimhashIndexError
-from .extract import decode, extract_text
+from .extract import ExtractionError, decode, extract_text
 from .fingerprint import DEFAULT, Fingerprinter, NoFeaturesError
 from .index import MAX_SUPPORTED_DISTANCE, SimhashIndex
 from .simhash import from_hex, hamming, to_hex
@@ -168,7 +168,9 @@ def fingerprint_of(fingerprinter: Fingerprinter, text: str, name: str) -> int:
     try:
         return fingerprinter.fingerprint(text)
     except NoFeaturesError:
-        raise click.ClickException(f"{name}: no words to fingerprint (empty, or only punctuation and stop words)") from None
+        raise click.ClickException(
+            f"{name}: no words to fingerprint (empty, or only punctuation and stop words)"
+        ) from None
 
 
 @contextmanager
@@ -202,7 +204,11 @@ def cli() -> None:
 @format_option(("table", "json"), piped="json")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="How many hosts to list.")
 def stats(db: str, fmt: str | None, top: int) -> None:
-    """Pages stored, duplicates logged (exact and near), distances, top hosts."""
+    """Pages stored, duplicates, distances and top hosts.
+
+    Counts the pages stored and the duplicates logged (exact and near), how
+    many at each Hamming distance, and the hosts with the most dropped pages.
+    """
     formats.write_stats(reports.stats(open_index(db), top=top), _format(fmt, "json"), sys.stdout)
 
 
@@ -216,7 +222,11 @@ def stats(db: str, fmt: str | None, top: int) -> None:
 def duplicates(
     db: str, fmt: str | None, host: str | None, since: datetime | None, max_distance: int | None, limit: int | None
 ) -> None:
-    """One row per page dropped as a duplicate, in the order they were dropped."""
+    """The pages dropped as duplicates.
+
+    One row per dropped page, in the order they were first dropped: url,
+    duplicate_of, distance, exact, seen_at (UTC).
+    """
     rows = reports.duplicates(open_index(db), host=host, since=since, max_distance=max_distance, limit=limit)
     formats.write_duplicates(rows, _format(fmt), sys.stdout)
 
@@ -226,7 +236,7 @@ def duplicates(
 @format_option()
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many clusters.")
 def clusters(db: str, fmt: str | None, limit: int | None) -> None:
-    """Each stored page that has duplicates, with them, largest first.
+    """Stored pages with their duplicates, largest first.
 
     json and jsonl give one object per cluster, with its duplicates in a list;
     csv and table give one row per duplicate.
@@ -260,9 +270,13 @@ def query(
     simhash_hex: str | None,
     max_distance: int,
 ) -> None:
-    """Stored pages near a page, a text, an HTML file or a simhash, nearest first."""
-    given = [name for name, value in (("--url", url), ("--text", text_file), ("--html", html_file), ("--simhash", simhash_hex)) if value is not None]
-    if len(given) != 1:
+    """Stored pages near a page, a file or a simhash.
+
+    Give one of --url, --text, --html or --simhash. Lists the stored pages
+    within --max-distance, nearest first (a stored --url itself is left out).
+    """
+    sources = (url, text_file, html_file, simhash_hex)
+    if sum(source is not None for source in sources) != 1:
         raise click.UsageError("give exactly one of --url, --text, --html, --simhash")
     index = open_index(db, max_distance=max_distance)
     if simhash_hex is not None:
@@ -275,22 +289,18 @@ def query(
     else:
         path, kind = (text_file, "text") if text_file is not None else (html_file, "html")
         fingerprint = fingerprint_of(fingerprinter_for(index.scheme), read_page(path, kind), path)
-    matches = (m for m in index.query(fingerprint) if m.key != url)
-    formats.write_rows(
-        ({"url": m.key, "simhash": to_hex(m.fingerprint), "distance": m.distance} for m in matches),
-        ("url", "simhash", "distance"),
-        _format(fmt),
-        sys.stdout,
-        numeric={"distance"},
-    )
+    matches = [m for m in index.query(fingerprint) if m.key != url]  # a page is not near itself
+    formats.write_matches(matches, _format(fmt), sys.stdout)
 
 
 def stored_fingerprint(index: SimhashIndex, url: str) -> int:
+    """The fingerprint of a stored page; a one-line error when there is none."""
     match = index.get(url)
+    shown = formats.visible(url)
     if match is None:
-        raise click.ClickException(f"{formats.visible(url)} is not a page stored in the database (dropped pages are not)")
+        raise click.ClickException(f"{shown} is not a page stored in the database (dropped pages are not)")
     if match.fingerprint is None:
-        raise click.ClickException(f"{formats.visible(url)} is stored without a simhash (its text is short: exact matches only)")
+        raise click.ClickException(f"{shown} is stored without a simhash (its text is short: exact matches only)")
     return match.fingerprint
 
 
@@ -298,7 +308,7 @@ def stored_fingerprint(index: SimhashIndex, url: str) -> int:
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=FILE_OR_STDIN)
 def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
-    """The simhash of text or HTML files, as the pipeline computes it.
+    """The simhash of text or HTML files.
 
     HTML (by extension .html/.htm, or content) has its main text extracted
     first. text_hash is the hash of the normalised text, for exact matches.
@@ -320,9 +330,10 @@ def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
 @click.argument("a")
 @click.argument("b")
 def compare(db: str, fmt: str | None, a: str, b: str) -> None:
-    """The Hamming distance between two files (text or HTML) or two stored URLs.
+    """The distance between two files or two stored URLs.
 
-    An argument that names a file (or is -) is read; one with :// is looked up in the database.
+    A and B are text or HTML files (- for stdin) or URLs of pages stored in
+    the database (with ://); prints their simhashes and Hamming distance.
     """
     if a == b == "-":
         raise click.UsageError("only one of A and B can be - (stdin)")
@@ -338,7 +349,7 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     ]
     row = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
-    formats.write_rows([row], ("a", "a_simhash", "b", "b_simhash", "distance"), _format(fmt), sys.stdout, numeric={"distance"})
+    formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric={"distance"})
 
 
 @cli.command("import")
@@ -353,7 +364,7 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     help="Largest Hamming distance that makes a page a near-duplicate.",
 )
 def import_(db: str, file: str, dry_run: bool, max_distance: int) -> None:
-    """Deduplicate a JSON lines corpus into the database, as the pipeline would.
+    """Deduplicate a JSON lines corpus into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
     extracted). Pages are checked in file order against the database and the
@@ -420,7 +431,7 @@ def page_of(line: bytes, where: str, written: bool) -> tuple[str, str | None]:
         return page["url"], None
     try:
         return page["url"], extract_text(html)
-    except ValueError:  # ExtractionError: the pipeline lets such a page through unchecked
+    except ExtractionError:  # the pipeline lets such a page through unchecked
         return page["url"], None
 
 

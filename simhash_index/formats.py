@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from .index import Duplicate
+    from .index import Duplicate, Match
     from .reports import Cluster, Stats
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -230,6 +230,16 @@ def write_duplicates(duplicates: Iterable[Duplicate], fmt: str, out: TextIO) -> 
     write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance"})
 
 
+def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:
+    """Stored pages near a query: url, simhash (16 hex digits), distance."""
+    rows = ({"url": m.key, "simhash": _hex(m.fingerprint), "distance": m.distance} for m in matches)
+    write_rows(rows, ("url", "simhash", "distance"), fmt, out, numeric={"distance"})
+
+
+def _hex(fingerprint: int | None) -> str | None:
+    return None if fingerprint is None else f"{fingerprint:016x}"
+
+
 def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
     """json and jsonl: one object per cluster, its duplicates in a list; csv and table: one row per duplicate."""
     if fmt in ("json", "jsonl"):
@@ -237,7 +247,9 @@ def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
             {
                 "url": c.key,
                 "count": len(c.duplicates),
-                "duplicates": [{"url": d.key, "distance": d.distance, "exact": d.exact, "seen_at": d.seen_at} for d in c.duplicates],
+                "duplicates": [
+                    {"url": d.key, "distance": d.distance, "exact": d.exact, "seen_at": d.seen_at} for d in c.duplicates
+                ],
             }
             for c in clusters
         )

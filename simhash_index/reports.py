@@ -12,11 +12,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from sqlalchemy import Select, func, insert, or_, select
-from sqlalchemy.engine import Connection, Result
+from sqlalchemy.engine import Connection, Result, Row
 
 from . import schema
 from .fingerprint import Signature
@@ -111,7 +111,7 @@ def duplicates(
     max_distance: int | None = None,
     limit: int | None = None,
 ) -> Iterator[Duplicate]:
-    """Pages dropped as duplicates, in the order they were logged, streamed.
+    """Pages dropped as duplicates, in the order they were first logged, streamed.
 
     host: only pages on this host or its subdomains. since: only pages dropped
     at or after this moment (naive means UTC).
@@ -119,7 +119,7 @@ def duplicates(
     t = schema.duplicates.c
     statement = select(t.key, t.duplicate_of, t.distance, t.exact, t.seen_at).order_by(t.id)
     if since is not None:
-        statement = statement.where(t.seen_at >= _utc(since))
+        statement = statement.where(t.seen_at >= as_utc(since))
     if max_distance is not None:
         statement = statement.where(t.distance <= max_distance)
     if host is not None:
@@ -133,11 +133,13 @@ def duplicates(
         if host is not None:
             rows = (row for row in rows if on_host(row.key, host))
         for row in itertools.islice(rows, limit):
-            yield Duplicate(row.key, row.duplicate_of, row.distance, bool(row.exact), as_utc(row.seen_at))
+            yield _duplicate(row, row.duplicate_of)
 
 
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+def _duplicate(row: Row, duplicate_of: str) -> Duplicate:
+    return Duplicate(
+        key=row.key, duplicate_of=duplicate_of, distance=row.distance, exact=bool(row.exact), seen_at=as_utc(row.seen_at)
+    )
 
 
 def _like_escape(value: str) -> str:
@@ -178,7 +180,7 @@ def clusters(index: SimhashIndex, *, limit: int | None = None) -> Iterator[Clust
             stored = members[0].stored
             yield Cluster(
                 stored,
-                tuple(Duplicate(m.key, stored, m.distance, bool(m.exact), as_utc(m.seen_at)) for m in members),
+                tuple(_duplicate(m, stored) for m in members),
             )
 
 
@@ -205,7 +207,9 @@ class DryRunIndex:
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
     ) -> None:
         self._source = source
-        self._memory = SimhashIndex("sqlite://", scheme=scheme, max_distance=max_distance, min_similarity=min_similarity)
+        self._memory = SimhashIndex(
+            "sqlite://", scheme=scheme, max_distance=max_distance, min_similarity=min_similarity
+        )
         self._present: set[int] = set()  # key hashes already in memory: never copied twice
 
     def check_and_add(self, key: str, signature: Signature) -> Match | None:

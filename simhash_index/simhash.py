@@ -6,8 +6,7 @@ Pure functions: no I/O, no global state beyond a per-process hash cache.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Union
 
 import numpy as np
@@ -22,10 +21,32 @@ BLOCK_BITS = 16
 _MASK64 = (1 << 64) - 1
 
 
-@lru_cache(maxsize=1 << 18)
+_CACHE_SIZE = 1 << 18  # features; about 35 MB when full
+
+
+class _Digests(dict):
+    """feature -> its xxHash64 as 8 little-endian bytes, computed on first use.
+
+    Emptied when full rather than evicted one by one: eviction bookkeeping
+    would cost more per lookup than the rare refill.
+    """
+
+    __slots__ = ()
+
+    def __missing__(self, feature: str) -> bytes:
+        if len(self) >= _CACHE_SIZE:
+            self.clear()
+        digest = xxhash.xxh64_intdigest(feature.encode("utf-8")).to_bytes(8, "little")
+        self[feature] = digest
+        return digest
+
+
+_DIGESTS = _Digests()
+
+
 def xxh64(feature: str) -> int:
     """Stable unsigned 64-bit hash of a feature (xxHash64, seed 0, UTF-8)."""
-    return xxhash.xxh64_intdigest(feature.encode("utf-8"))
+    return int.from_bytes(_DIGESTS[feature], "little")
 
 
 def _xxh32(feature: str) -> int:
@@ -39,32 +60,41 @@ def _xxh128(feature: str) -> int:
 DEFAULT_HASHES: dict[int, HashFunc] = {32: _xxh32, 64: xxh64, 128: _xxh128}
 
 
-def _weighted(features: Features) -> tuple[list[str], list[float]]:
-    """Features as parallel lists of names and weights, zero weights dropped."""
+def _weighted(features: Features) -> tuple[Collection[str], np.ndarray]:
+    """Features as names and a parallel float64 array of weights, zero weights dropped."""
     if isinstance(features, Mapping):
-        items: Iterable = features.items()
+        names: Collection[str] = features
+        values: Iterable = features.values()
     else:
-        items = list(features)
+        items = features if isinstance(features, list) else list(features)
         if items and isinstance(items[0], str):
-            items = Counter(items).items()
-    names, weights = [], []
-    for name, weight in items:
-        if weight:
-            names.append(name)
-            weights.append(float(weight))
+            names = Counter(items)  # counts are positive: nothing to drop
+            return names, np.fromiter(names.values(), dtype=np.float64, count=len(names))
+        names = [name for name, _ in items]
+        values = [weight for _, weight in items]
+    weights = np.fromiter(values, dtype=np.float64, count=len(names))
+    if not weights.all():
+        keep = weights != 0
+        names = [name for name, kept in zip(names, keep.tolist()) if kept]
+        weights = weights[keep]
     return names, weights
 
 
-def _bit_matrix(hashes: list[int], bits: int) -> np.ndarray:
-    """Row i holds the low `bits` bits of hashes[i], least significant first."""
-    if bits == 64:
-        raw = np.array(hashes, dtype="<u8").view(np.uint8)
+def _bit_matrix(hashes: list[int] | bytes, bits: int) -> np.ndarray:
+    """Row i holds the low `bits` bits of hashes[i], least significant first.
+
+    `hashes` may also be 64-bit hashes already packed, 8 little-endian bytes each.
+    """
+    if isinstance(hashes, bytes):
+        raw, width = np.frombuffer(hashes, dtype=np.uint8), 8
+    elif bits == 64:
+        raw, width = np.array([h & _MASK64 for h in hashes], dtype="<u8").view(np.uint8), 8
     else:
         width = (bits + 7) // 8
         mask = (1 << bits) - 1
         raw = np.frombuffer(b"".join((h & mask).to_bytes(width, "little") for h in hashes), dtype=np.uint8)
-    matrix = np.unpackbits(raw, bitorder="little").reshape(len(hashes), -1)
-    return matrix[:, :bits]
+    matrix = np.unpackbits(raw, bitorder="little").reshape(-1, width * 8)
+    return matrix if width * 8 == bits else matrix[:, :bits]
 
 
 def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = None) -> int:
@@ -83,13 +113,15 @@ def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = N
         hashfunc = DEFAULT_HASHES[bits]
     elif bits < 1:
         raise ValueError(f"bits must be positive; got {bits!r}")
-    names, weights = _weighted(features)
-    if not names:
+    names, w = _weighted(features)
+    if not len(names):
         return 0
-    matrix = _bit_matrix([hashfunc(name) for name in names], bits)
-    w = np.asarray(weights, dtype=np.float64)
+    if hashfunc is xxh64 and bits == 64:  # the common case: cached digests, no int round trip
+        matrix = _bit_matrix(b"".join(map(_DIGESTS.__getitem__, names)), 64)
+    else:
+        matrix = _bit_matrix([hashfunc(name) for name in names], bits)
     ones = w @ matrix  # weight voting for 1, per bit
-    positive = (2 * ones - w.sum()) > 0
+    positive = 2 * ones > w.sum()  # the ones outweigh the zeros
     return int.from_bytes(np.packbits(positive, bitorder="little").tobytes(), "little")
 
 

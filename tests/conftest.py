@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,39 @@ def sqlite_url(tmp_path: Path) -> str:
 def db_url(request: pytest.FixtureRequest) -> str:
     """Each test that takes it runs once on SQLite and once on PostgreSQL."""
     return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str]]:
+    """A factory of fresh, empty databases on one backend per run: SQLite files, or
+    PostgreSQL schemas (each a URL whose search_path is its own schema, dropped afterwards)."""
+    if request.param == "sqlite":
+        counter = itertools.count()
+        yield lambda: f"sqlite:///{tmp_path / f'fresh{next(counter)}.db'}"
+        return
+    base = make_url(_postgres_base()).set(drivername="postgresql+psycopg")
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    schemas: list[str] = []
+
+    def fresh() -> str:
+        schema = f"simhash_test_{uuid.uuid4().hex[:12]}"
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        schemas.append(schema)
+        return base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+
+    try:
+        fresh()  # fails or skips here, as postgres_url does, when the server is not usable
+    except Exception as exc:
+        admin.dispose()
+        message = f"PostgreSQL at {base.render_as_string(hide_password=True)} is not usable: {exc}"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield fresh
+    finally:
+        with admin.connect() as conn:
+            for schema in schemas:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()

@@ -13,7 +13,7 @@ import pytest
 from crawling import REPO
 from sites import build_cluster_site, serve, serve_slowly
 from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from simhash_index.engine import parse_url
 
@@ -59,7 +59,7 @@ def decided(db_url: str) -> int:
     """Pages stored or logged so far; 0 before the crawler has created its tables."""
     try:
         stored, dropped = db_state(db_url)
-    except OperationalError:
+    except (OperationalError, ProgrammingError):
         return 0
     return len(stored) + len(dropped)
 

@@ -1,0 +1,528 @@
+"""The command line, through click's CliRunner, on real SQLite and PostgreSQL databases.
+
+Every database is filled through the library; expected outputs are built from
+the data put in, never pasted from the tool's output.
+"""
+
+from __future__ import annotations
+
+import csv
+import doctest
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from simhash_index import IndexNotFoundError, SimhashIndex, formats, reports
+from simhash_index.cli import cli
+from simhash_index.fingerprint import DEFAULT
+from simhash_index.simhash import to_hex
+
+A = 0x0123456789ABCDEF
+B = 0xFEDCBA9876543210
+C = 0x00FF00FF00FF00FF
+A_COPY = A ^ (0b11 << 20)  # stored without a check, 2 bits from A in another block
+SHORT_TEXT_HASH = 12345
+
+# (url, stored fingerprint) in the order stored; /short has only a text hash
+STORED = [
+    ("https://example.com/a", A),
+    ("https://news.example.org/b", B),
+    ("https://example.com/c", C),
+    ("https://example.com/short", None),
+    ("https://example.com/a-copy", A_COPY),
+]
+# (url, fingerprint, duplicate_of, distance, exact) in the order dropped
+DROPPED = [
+    ("https://www.example.com/a?utm=1", A ^ 0b1, "https://example.com/a", 1, False),
+    ("https://mirror.example.net/a", A ^ 0b111, "https://example.com/a", 3, False),
+    ("https://news.example.org/b/print", B, "https://news.example.org/b", 0, False),
+    ("https://example.com/short2", None, "https://example.com/short", 0, True),
+]
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "exact", "seen_at")
+
+
+def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):  # noqa: ANN202
+    if fingerprint is None:
+        return index.check_and_add(url, None, text_hash=SHORT_TEXT_HASH)
+    return index.check_and_add(url, fingerprint)
+
+
+@pytest.fixture
+def filled(db_url: str) -> tuple[str, dict[str, datetime]]:
+    """A database holding STORED and DROPPED; returns its URL and each dropped page's seen_at."""
+    with SimhashIndex(db_url) as index:
+        for url, fingerprint in STORED[:-1]:
+            assert _check_and_add(index, url, fingerprint) is None
+        index.add(*STORED[-1])
+        for url, fingerprint, duplicate_of, distance, exact in DROPPED:
+            match = _check_and_add(index, url, fingerprint)
+            assert (match.key, match.distance, match.exact) == (duplicate_of, distance, exact)
+        seen = {d.key: d.seen_at for d in index.duplicates()}
+    return db_url, seen
+
+
+def run(*args: str, env: dict[str, str] | None = None, input: str | bytes | None = None):  # noqa: ANN201, A002
+    result = CliRunner().invoke(cli, list(args), env=env, input=input)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def ok(*args: str, **kwargs: object) -> str:
+    result = run(*args, **kwargs)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""  # no progress bar, no warnings when piped
+    return result.stdout_bytes.decode("utf-8")  # exact: .stdout turns CSV's \r\n into \n
+
+
+# -- expected outputs, built from data --------------------------------------------
+
+
+def table(columns: tuple[str, ...], rows: list[tuple], right: tuple[str, ...] = ()) -> str:
+    """A table as the CLI prints it off a terminal: a header, a rule, columns three spaces apart."""
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)]
+
+    def line(values: list[str] | tuple[str, ...]) -> str:
+        padded = (v.rjust(w) if c in right else v.ljust(w) for v, w, c in zip(values, widths, columns))
+        return "   ".join(padded).rstrip() + "\n"
+
+    return line(columns) + "─" * (sum(widths) + 3 * (len(widths) - 1)) + "\n" + "".join(line(row) for row in cells)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat()
+
+
+def second(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(sep=" ", timespec="seconds")
+
+
+def as_json(rows: list[dict]) -> str:
+    return "[\n" + ",\n".join("  " + json.dumps(row) for row in rows) + "\n]\n" if rows else "[]\n"
+
+
+def as_jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def as_csv(columns: tuple[str, ...], rows: list[tuple]) -> str:
+    return "\r\n".join([",".join(columns)] + [",".join(str(v) for v in row) for row in rows]) + "\r\n"
+
+
+def dropped_rows(seen: dict[str, datetime], keep=lambda row: True) -> list[tuple]:  # noqa: ANN001
+    return [(url, of, d, exact, seen[url]) for url, _, of, d, exact in DROPPED if keep((url, of, d, exact, seen[url]))]
+
+
+def expected_duplicates(fmt: str, rows: list[tuple]) -> str:
+    if fmt == "table":
+        shown = [(u, of, d, "yes" if e else "no", second(s)) for u, of, d, e, s in rows]
+        return table(DUPLICATE_COLUMNS, shown, right=("distance",))
+    if fmt == "csv":
+        return as_csv(DUPLICATE_COLUMNS, [(u, of, d, str(e).lower(), iso(s)) for u, of, d, e, s in rows])
+    objects = [dict(zip(DUPLICATE_COLUMNS, (u, of, d, e, iso(s)))) for u, of, d, e, s in rows]
+    return as_json(objects) if fmt == "json" else as_jsonl(objects)
+
+
+# -- listings ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_duplicates(filled, fmt: str) -> None:
+    db, seen = filled
+    assert ok("duplicates", "--db", db, "--format", fmt) == expected_duplicates(fmt, dropped_rows(seen))
+
+
+def test_duplicates_filters(filled) -> None:
+    db, seen = filled
+    times = sorted(seen.values())
+
+    def listed(*options: str) -> str:
+        return ok("duplicates", "--db", db, "--format", "jsonl", *options)
+
+    def expect(keep) -> str:  # noqa: ANN001
+        return expected_duplicates("jsonl", dropped_rows(seen, keep))
+
+    assert listed("--host", "example.com") == expect(lambda r: r[0].startswith(("https://example.com/", "https://www.example.com/")))
+    assert listed("--host", "WWW.Example.COM.") == expect(lambda r: r[0].startswith("https://www.example.com/"))
+    assert listed("--host", "ample.com") == ""
+    assert listed("--max-distance", "0") == expect(lambda r: r[2] == 0)
+    assert listed("--since", iso(times[2])) == expect(lambda r: r[4] >= times[2])
+    assert listed("--since", "2000-01-01") == expect(lambda r: True)
+    tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()
+    assert listed("--since", tomorrow) == ""
+    assert listed("--limit", "2") == expected_duplicates("jsonl", dropped_rows(seen)[:2])
+    assert listed("--host", "example.com", "--limit", "1", "--max-distance", "2") == expect(
+        lambda r: r[0] == "https://www.example.com/a?utm=1"
+    )
+
+
+def test_duplicates_piped_default_is_jsonl(filled) -> None:
+    db, seen = filled
+    assert ok("duplicates", "--db", db) == expected_duplicates("jsonl", dropped_rows(seen))
+
+
+def test_database_from_environment(filled) -> None:
+    db, seen = filled
+    assert ok("duplicates", env={"SIMHASH_DATABASE_URL": db}) == expected_duplicates("jsonl", dropped_rows(seen))
+
+
+def test_stats(filled) -> None:
+    db, _ = filled
+    hosts = ["example.com", "mirror.example.net", "news.example.org", "www.example.com"]  # one dropped page each
+    distances = {0: 2, 1: 1, 2: 0, 3: 1}
+    expected = {
+        "documents": len(STORED),
+        "duplicates": len(DROPPED),
+        "exact_duplicates": 1,
+        "near_duplicates": 3,
+        "distances": [{"distance": d, "duplicates": n} for d, n in distances.items()],
+        "top_hosts": [{"host": h, "duplicates": 1} for h in hosts],
+        "scheme": DEFAULT.scheme,
+    }
+    assert ok("stats", "--db", db, "--format", "json") == json.dumps(expected, indent=2) + "\n"
+    assert ok("stats", "--db", db) == json.dumps(expected, indent=2) + "\n"  # json when piped
+    top2 = json.loads(ok("stats", "--db", db, "--format", "json", "--top", "2"))["top_hosts"]
+    assert top2 == expected["top_hosts"][:2]
+
+    bars = {0: "█" * 40, 1: "█" * 20, 2: "", 3: "█" * 20}  # 40 for the largest count
+    summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
+    expected_table = (
+        summary
+        + "\n"
+        + table(("distance", "duplicates", "histogram"), [(d, n, bars[d]) for d, n in distances.items()], ("distance", "duplicates"))
+        + "\n"
+        + table(("host", "duplicates"), [(h, 1) for h in hosts], ("duplicates",))
+    )
+    assert ok("stats", "--db", db, "--format", "table") == expected_table
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_clusters(filled, fmt: str) -> None:
+    db, seen = filled
+    # largest first; equal sizes in the order the pages were stored
+    clusters = [
+        ("https://example.com/a", [DROPPED[0], DROPPED[1]]),
+        ("https://news.example.org/b", [DROPPED[2]]),
+        ("https://example.com/short", [DROPPED[3]]),
+    ]
+    if fmt in ("json", "jsonl"):
+        objects = [
+            {
+                "url": url,
+                "count": len(members),
+                "duplicates": [
+                    {"url": m[0], "distance": m[3], "exact": m[4], "seen_at": iso(seen[m[0]])} for m in members
+                ],
+            }
+            for url, members in clusters
+        ]
+        expected = as_json(objects) if fmt == "json" else as_jsonl(objects)
+    elif fmt == "csv":
+        rows = [
+            (url, len(members), m[0], m[3], str(m[4]).lower(), iso(seen[m[0]])) for url, members in clusters for m in members
+        ]
+        expected = as_csv(("url", "count", "duplicate", "distance", "exact", "seen_at"), rows)
+    else:
+        rows = [
+            (url if i == 0 else "", len(members) if i == 0 else "", m[0], m[3])
+            for url, members in clusters
+            for i, m in enumerate(members)
+        ]
+        expected = table(("url", "count", "duplicate", "distance"), rows, ("count", "distance"))
+    assert ok("clusters", "--db", db, "--format", fmt) == expected
+    assert json.loads(ok("clusters", "--db", db, "--format", "json", "--limit", "1"))[0]["url"] == clusters[0][0]
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_query_by_simhash(filled, fmt: str) -> None:
+    db, _ = filled
+    near = [("https://example.com/a", to_hex(A), 1), ("https://example.com/a-copy", to_hex(A_COPY), 3)]
+    objects = [dict(zip(("url", "simhash", "distance"), row)) for row in near]
+    expected = {
+        "table": table(("url", "simhash", "distance"), near, ("distance",)),
+        "json": as_json(objects),
+        "jsonl": as_jsonl(objects),
+        "csv": as_csv(("url", "simhash", "distance"), near),
+    }[fmt]
+    assert ok("query", "--db", db, "--simhash", to_hex(A ^ 1), "--format", fmt) == expected
+    assert ok("query", "--db", db, "--simhash", "0x" + to_hex(A ^ 1), "--format", fmt) == expected
+
+
+def test_query_by_url(filled) -> None:
+    db, _ = filled
+    # the page itself is left out
+    assert ok("query", "--db", db, "--url", "https://example.com/a") == as_jsonl(
+        [{"url": "https://example.com/a-copy", "simhash": to_hex(A_COPY), "distance": 2}]
+    )
+    assert ok("query", "--db", db, "--url", "https://example.com/a", "--max-distance", "1") == ""
+    result = run("query", "--db", db, "--url", "https://www.example.com/a?utm=1")
+    assert result.exit_code == 1
+    assert "is not a page stored in the database" in result.stderr
+
+
+# -- files: fingerprint, compare, query --text/--html -----------------------------
+
+WORDS = [f"word{i:03d}" for i in range(41)]
+# 41 words of weight 3: every bit's vote is odd, so one more word of weight 1 cannot flip it
+TEXT = " ".join(word for word in WORDS for _ in range(3))
+TEXT_PLUS = TEXT + " extra"
+HTML = f"<!DOCTYPE html><html><head><title>t</title></head><body><article><p>{TEXT}</p></article></body></html>"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text(TEXT, encoding="utf-8")
+    (tmp_path / "b.txt").write_text(TEXT_PLUS, encoding="utf-8")
+    (tmp_path / "page.html").write_text(HTML, encoding="utf-8")
+    (tmp_path / "page.dat").write_text(HTML, encoding="utf-8")  # HTML found by its content
+    (tmp_path / "empty.txt").write_text("... !!! ---\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_fingerprint(files: Path) -> None:
+    names = ["a.txt", "b.txt", "page.html", "page.dat"]
+    texts = [TEXT, TEXT_PLUS, TEXT, TEXT]
+    rows = [
+        (str(files / n), to_hex(DEFAULT.fingerprint(t)), to_hex(DEFAULT.signature(t).text_hash))
+        for n, t in zip(names, texts)
+    ]
+    columns = ("file", "simhash", "text_hash")
+    paths = [str(files / n) for n in names]
+    assert ok("fingerprint", *paths, "--format", "csv") == as_csv(columns, rows)
+    assert ok("fingerprint", *paths, "--format", "table") == table(columns, rows)
+    assert ok("fingerprint", *paths) == as_jsonl([dict(zip(columns, row)) for row in rows])
+    assert ok("fingerprint", "-", input=TEXT) == as_jsonl([dict(zip(columns, ("-", *rows[0][1:])))])
+    result = run("fingerprint", str(files / "a.txt"), str(files / "empty.txt"))
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {files / 'empty.txt'}: no words to fingerprint (empty, or only punctuation and stop words)\n"
+
+
+def test_compare_files(files: Path) -> None:
+    a, b = str(files / "a.txt"), str(files / "page.html")
+    fp = to_hex(DEFAULT.fingerprint(TEXT))
+    assert ok("compare", a, b, "--format", "json") == as_json(
+        [{"a": a, "a_simhash": fp, "b": b, "b_simhash": fp, "distance": 0}]
+    )
+    result = run("compare", a, str(files / "missing.txt"))
+    assert result.exit_code == 2
+    assert "is neither a file nor a URL" in result.stderr
+
+
+def test_compare_urls(filled) -> None:
+    db, _ = filled
+    a, b = "https://example.com/a", "https://example.com/a-copy"
+    assert ok("compare", "--db", db, a, b, "--format", "csv") == as_csv(
+        ("a", "a_simhash", "b", "b_simhash", "distance"), [(a, to_hex(A), b, to_hex(A_COPY), 2)]
+    )
+
+
+def test_query_by_text_and_html(db_url: str, files: Path) -> None:
+    with SimhashIndex(db_url) as index:
+        index.check_and_add("https://example.com/text", DEFAULT.signature(TEXT))
+    expected = as_jsonl([{"url": "https://example.com/text", "simhash": to_hex(DEFAULT.fingerprint(TEXT)), "distance": 0}])
+    assert ok("query", "--db", db_url, "--text", str(files / "b.txt")) == expected
+    assert ok("query", "--db", db_url, "--html", str(files / "page.html")) == expected
+    assert ok("query", "--db", db_url, "--html", "-", input=HTML) == expected
+    assert ok("query", "--db", db_url, "--text", "-", input=TEXT) == expected
+
+
+# -- import -----------------------------------------------------------------------
+
+CORPUS = [
+    {"url": "https://example.com/1", "text": TEXT},  # kept
+    {"url": "https://example.com/2", "text": TEXT_PLUS},  # near-duplicate of 1 (distance 0)
+    {"url": "https://example.com/3", "html": HTML},  # same main text as 1: exact duplicate
+    {"url": "https://example.com/4", "text": "A short page."},  # kept, matched only exactly
+    {"url": "https://example.com/5", "text": " ", "html": "<html><body></body></html>"},  # no text: skipped
+    {"url": "https://example.com/6", "text": " ".join(f"other{i}" for i in range(100))},  # kept
+]
+
+
+def write_corpus(path: Path, pages: list[dict]) -> str:
+    path.write_text("".join(json.dumps(page) + "\n" for page in pages) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_import(db_url: str, tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
+    assert ok("import", "--db", db_url, corpus, "--dry-run") == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+    with pytest.raises(IndexNotFoundError):
+        SimhashIndex(db_url, create=False)
+    assert ok("import", "--db", db_url, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"
+    with SimhashIndex(db_url) as index:
+        assert len(index) == 3
+        assert [(d.key, d.duplicate_of, d.exact) for d in index.duplicates()] == [
+            ("https://example.com/2", "https://example.com/1", False),
+            ("https://example.com/3", "https://example.com/1", True),
+        ]
+    # again: stored pages are never duplicates of themselves, dropped ones are dropped again
+    assert ok("import", "--db", db_url, corpus, "--dry-run") == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+
+
+def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:
+    with SimhashIndex(db_url) as index:
+        index.check_and_add("https://seed.example/x", DEFAULT.signature(TEXT))
+        index.check_and_add("https://seed.example/short", DEFAULT.signature("A short page."))
+    corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
+    predicted = ok("import", "--db", db_url, corpus, "--dry-run")
+    assert predicted == "dry run, nothing written: kept 1, dropped 4, skipped 1 (no text)\n"
+    with SimhashIndex(db_url) as index:
+        assert (len(index), index.duplicates()) == (2, [])
+    assert ok("import", "--db", db_url, corpus) == predicted.removeprefix("dry run, nothing written: ")
+
+
+def test_import_from_stdin_and_bad_lines(sqlite_url: str, tmp_path: Path) -> None:
+    lines = json.dumps(CORPUS[0]) + "\n"
+    assert ok("import", "--db", sqlite_url, "-", input=lines) == "kept 1, dropped 0, skipped 0 (no text)\n"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(CORPUS[5]) + '\n{"url": 1\n', encoding="utf-8")
+    result = run("import", "--db", sqlite_url, str(bad))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {bad} line 2: not JSON (")
+    assert result.stderr.endswith("; the lines before it were imported\n")
+    bad.write_text('{"url": "https://example.com/x"}\n', encoding="utf-8")
+    result = run("import", "--db", sqlite_url, str(bad), "--dry-run")
+    assert (result.exit_code, result.stderr) == (1, f'Error: {bad} line 1: needs a "text" or "html" string\n')
+
+
+# -- errors -----------------------------------------------------------------------
+
+
+def assert_one_line_error(result, exit_code: int, *phrases: str) -> None:  # noqa: ANN001
+    assert result.exit_code == exit_code, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    for phrase in phrases:
+        assert phrase in result.stderr
+
+
+@pytest.mark.parametrize("command", [["stats"], ["duplicates"], ["clusters"], ["query", "--simhash", "1"]])
+def test_missing_sqlite_file(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "nope.db"
+    assert_one_line_error(run(*command, "--db", f"sqlite:///{path}"), 2, "no such database file")
+    assert not path.exists()
+
+
+def test_database_without_simhash_tables(tmp_path: Path, postgres_url: str) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE other (x)")
+    conn.close()
+    for db in (f"sqlite:///{path}", postgres_url):
+        assert_one_line_error(run("stats", "--db", db), 2, "has no simhash tables")
+
+
+def test_database_unavailable() -> None:
+    result = run("duplicates", "--db", "postgresql://someone:s3cret@127.0.0.1:1/nodb")
+    assert_one_line_error(result, 2, "is unavailable", "someone:***@127.0.0.1:1")
+    assert "s3cret" not in result.stderr
+    assert_one_line_error(run("stats", "--db", "mysql://x@localhost/db"), 2, "only sqlite:// and postgresql://")
+    assert_one_line_error(run("stats", "--db", "not a url"), 2, "is not a database URL")
+
+
+def test_usage_errors(filled) -> None:
+    db, _ = filled
+    result = run("query", "--db", db)
+    assert result.exit_code == 2 and "give exactly one of --url, --text, --html, --simhash" in result.stderr
+    result = run("query", "--db", db, "--simhash", "xyz")
+    assert result.exit_code == 2 and "a simhash is 1 to 16 hex digits" in result.stderr
+    result = run("duplicates", "--db", db, "--since", "yesterday")
+    assert result.exit_code == 2 and "is not an ISO date or datetime" in result.stderr
+
+
+# -- escaping of page-controlled strings ------------------------------------------
+
+D = 0x5555AAAA5555AAAA
+HOSTILE_STORED = "https://example.com/[bold red]x[/bold red]"
+HOSTILE = [
+    ("@SUM(1+1)", D ^ 1),
+    ("=HYPERLINK(\"http://evil.example/\",\"x\")", D ^ 2),
+    ("https://example.com/\x1b[31mred\u202eevil\nline", D ^ 4),
+]
+
+
+@pytest.fixture
+def hostile(sqlite_url: str) -> str:
+    with SimhashIndex(sqlite_url) as index:
+        index.check_and_add(HOSTILE_STORED, D)
+        for url, fingerprint in HOSTILE:
+            assert index.check_and_add(url, fingerprint) is not None
+    return sqlite_url
+
+
+def test_escaping(hostile: str) -> None:
+    listed = run("duplicates", "--db", hostile, "--format", "jsonl").stdout.splitlines()
+    assert [json.loads(line)["url"] for line in listed] == [url for url, _ in HOSTILE]
+    assert "\\u202e" in listed[2] and "\u202e" not in listed[2]  # bidi override escaped in JSON
+
+    rows = list(csv.reader(io.StringIO(run("duplicates", "--db", hostile, "--format", "csv").stdout)))
+    assert [row[0] for row in rows[1:]] == ["'@SUM(1+1)", "'=HYPERLINK(\"http://evil.example/\",\"x\")", HOSTILE[2][0]]
+    assert {row[1] for row in rows[1:]} == {HOSTILE_STORED}
+
+    shown = run("clusters", "--db", hostile, "--format", "table").stdout
+    assert HOSTILE_STORED in shown  # rich markup printed as it is, not interpreted
+    assert "https://example.com/\\x1b[31mred\\u202eevil\\nline" in shown
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert shown.count("\n") == 2 + 3  # header, rule, one line per row
+
+
+@pytest.mark.parametrize("module", [formats, reports])
+def test_doctests(module: object) -> None:
+    assert doctest.testmod(module).failed == 0
+
+
+# -- progress bars ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS[:1])
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    command = [sys.executable, "-c", "from simhash_index.cli import main; main()", "import", "--db", db, corpus]
+    leader, follower = pty.openpty()
+    try:
+        env = {**os.environ, "TERM": "xterm", "COLUMNS": "80"}
+        process = subprocess.run(command, stdout=subprocess.PIPE, stderr=follower, env=env, timeout=60, check=True)
+        os.close(follower)
+        follower = -1
+        on_terminal = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed
+                break
+            if not chunk:
+                break
+            on_terminal += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert process.stdout == b"kept 1, dropped 0, skipped 0 (no text)\n"
+    assert b"importing" in on_terminal
+
+
+def test_fingerprint_settings_of_the_database(sqlite_url: str, files: Path) -> None:
+    from simhash_index import Fingerprinter
+
+    other_length = Fingerprinter(min_length=DEFAULT.min_length + 50)  # SIMHASH_MIN_TEXT_LENGTH: read back
+    with SimhashIndex(sqlite_url, scheme=other_length.scheme) as index:
+        index.check_and_add("https://example.com/text", other_length.signature(TEXT))
+    expected = as_jsonl([{"url": "https://example.com/text", "simhash": to_hex(other_length.fingerprint(TEXT)), "distance": 0}])
+    assert ok("query", "--db", sqlite_url, "--text", str(files / "a.txt")) == expected
+
+    bigrams = Fingerprinter(ngram=2)  # not reproducible from the command line
+    other = sqlite_url.replace("simhash.db", "bigrams.db")
+    SimhashIndex(other, scheme=bigrams.scheme).close()
+    result = run("query", "--db", other, "--text", str(files / "a.txt"))
+    assert_one_line_error(result, 1, "settings the command line cannot reproduce")

@@ -1,0 +1,164 @@
+"""Several real processes on one database at once: check_and_add stays atomic, opening stays safe."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import random
+import traceback
+
+import pytest
+import xxhash
+
+from simhash_index import SimhashIndex, hamming
+
+PROCESSES = 4
+ROUNDS = 3
+GROUPS = 30
+MEMBERS = 4
+TIMEOUT_S = 120  # a guard against a hang, not a measurement
+
+
+def make_groups(rng: random.Random) -> list[list[int]]:
+    """GROUPS groups of MEMBERS fingerprints: within a group at most 2 bits apart, between groups at least 10."""
+    bases: list[int] = []
+    while len(bases) < GROUPS:
+        candidate = rng.getrandbits(64)
+        if all(hamming(candidate, other) >= 14 for other in bases):
+            bases.append(candidate)
+    return [[base] + [base ^ (1 << bit) for bit in rng.sample(range(64), MEMBERS - 1)] for base in bases]
+
+
+def check_rounds(rounds: list[tuple[str, list[tuple[str, int, int]]]], barrier, results) -> None:
+    """Worker: for each round, wait for the others, then check_and_add every item; report what each call returned."""
+    for number, (url, items) in enumerate(rounds):
+        try:
+            index = SimhashIndex(url, create=False)
+            try:
+                barrier.wait(timeout=TIMEOUT_S)
+                returned = {}
+                for key, fingerprint, text_hash in items:
+                    match = index.check_and_add(key, fingerprint, text_hash=text_hash)
+                    returned[key] = None if match is None else (match.key, match.distance, match.exact)
+            finally:
+                index.close()
+        except BaseException:
+            results.put((number, "error", traceback.format_exc()))
+            barrier.abort()  # the others must not wait for this one
+            return
+        results.put((number, "ok", returned))
+
+
+def open_fresh(urls: list[str], barrier, results) -> None:
+    """Worker: for each fresh database, wait for the others, then open (create) it."""
+    for number, url in enumerate(urls):
+        try:
+            barrier.wait(timeout=TIMEOUT_S)
+            SimhashIndex(url).close()
+        except BaseException:
+            results.put((number, "error", traceback.format_exc()))
+        else:
+            results.put((number, "ok", None))
+
+
+def run_workers(target, per_worker: list, expected_reports: int) -> list[tuple[int, str, object]]:
+    """Start one spawned process per argument list, together; every report they put, once all are in."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(len(per_worker))
+    results = context.Queue()
+    workers = [context.Process(target=target, args=(args, barrier, results)) for args in per_worker]
+    for worker in workers:
+        worker.start()
+    reports: list = []
+    try:
+        for _ in range(TIMEOUT_S):
+            if len(reports) == expected_reports:
+                break
+            try:
+                reports.append(results.get(timeout=1))
+            except queue.Empty:
+                # a report is flushed before its worker exits: a dead worker has nothing more to say
+                if any(worker.exitcode not in (None, 0) for worker in workers):
+                    break
+        for worker in workers:
+            worker.join(timeout=TIMEOUT_S)
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+    errors = [detail for _, status, detail in reports if status != "ok"]
+    assert not errors, "\n".join(errors)
+    assert len(reports) == expected_reports, f"workers exited without reporting: {[w.exitcode for w in workers]}"
+    assert [worker.exitcode for worker in workers] == [0] * len(workers)
+    return reports
+
+
+def test_concurrent_check_and_add(fresh_db_urls):
+    # every process gets every member of every group, under its own keys, in its own order;
+    # the same member has the same text (text hash) in every process: an exact duplicate
+    rounds = []  # (url, pages: key -> (group, fingerprint, text_hash), work per process)
+    for number in range(ROUNDS):
+        rng = random.Random(number)
+        groups = make_groups(rng)
+        pages: dict[str, tuple[int, int, int]] = {}
+        work: list[list[tuple[str, int, int]]] = []
+        for process in range(PROCESSES):
+            items = []
+            for g, members in enumerate(groups):
+                for m, fingerprint in enumerate(members):
+                    key = f"https://p{process}.example/g{g}/m{m}"
+                    text_hash = xxhash.xxh64_intdigest(f"{number}/{g}/{m}".encode())
+                    pages[key] = (g, fingerprint, text_hash)
+                    items.append((key, fingerprint, text_hash))
+            rng.shuffle(items)
+            work.append(items)
+        url = fresh_db_urls()
+        SimhashIndex(url).close()  # create the tables before the race
+        rounds.append((url, pages, work))
+
+    per_worker = [[(url, work[process]) for url, _, work in rounds] for process in range(PROCESSES)]
+    reports = run_workers(check_rounds, per_worker, PROCESSES * ROUNDS)
+
+    for number, (url, pages, _) in enumerate(rounds):
+        returned = {key: value for n, _, detail in reports if n == number for key, value in detail.items()}
+        assert returned.keys() == pages.keys()
+        with SimhashIndex(url, create=False) as index:
+            stored = {key for key in pages if index.get(key) is not None}
+            duplicates = index.duplicates()
+            assert len(index) == GROUPS
+
+        # exactly one stored page per group
+        original: dict[int, str] = {}
+        for key in stored:
+            group = pages[key][0]
+            assert group not in original, f"round {number}: group {group} stored twice: {original[group]}, {key}"
+            original[group] = key
+        assert len(original) == GROUPS
+
+        # nothing lost, nothing twice: every other page is logged once, as a duplicate of its group's original
+        logged = [d.key for d in duplicates]
+        assert len(logged) == len(set(logged))
+        assert stored.isdisjoint(logged)
+        assert stored | set(logged) == pages.keys()
+        for duplicate in duplicates:
+            group, fingerprint, text_hash = pages[duplicate.key]
+            target = original[group]
+            _, target_fingerprint, target_text_hash = pages[target]
+            assert duplicate.duplicate_of == target
+            assert duplicate.distance == hamming(fingerprint, target_fingerprint) <= 2
+            assert duplicate.exact == (text_hash == target_text_hash)
+            # and the process that checked it was told the same
+            assert returned[duplicate.key] == (target, duplicate.distance, duplicate.exact)
+        assert {key for key, value in returned.items() if value is None} == stored
+
+
+def test_concurrent_first_open(fresh_db_urls):
+    # crawlers started together on a new database all create its tables at once
+    urls = [fresh_db_urls() for _ in range(5)]
+    reports = run_workers(open_fresh, [urls] * PROCESSES, PROCESSES * len(urls))
+    assert sorted(number for number, _, _ in reports) == sorted(list(range(len(urls))) * PROCESSES)
+    for url in urls:
+        with SimhashIndex(url, create=False) as index:
+            assert len(index) == 0
+            assert index.check_and_add("page", 1) is None

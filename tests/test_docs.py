@@ -1,0 +1,51 @@
+"""Every command, and every option, has help text; every command is in the README's CLI section."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from simhash_index.cli import cli
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+SECTION = "## The command line"
+
+
+def cli_section() -> str:
+    """The README from its "## The command line" heading to the next "## " heading."""
+    text = README.read_text(encoding="utf-8")
+    start = text.find(f"\n{SECTION}\n")
+    assert start != -1, f"README.md has no {SECTION!r} section"
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def documented_commands() -> set[str]:
+    return set(re.findall(r"simhash-index ([a-z][a-z-]*)", cli_section()))
+
+
+COMMANDS = sorted(cli.commands.items())
+
+
+@pytest.mark.parametrize("name", [name for name, _ in COMMANDS])
+def test_command_is_in_the_readme(name: str) -> None:
+    assert name in documented_commands(), f"`simhash-index {name}` is missing from README.md's {SECTION!r} section"
+
+
+@pytest.mark.parametrize(("name", "command"), COMMANDS)
+def test_command_has_help(name: str, command: click.Command) -> None:
+    assert command.help and command.help.strip(), f"command {name!r} has no help text"
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert param.help, f"option {param.opts[0]} of {name!r} has no help text"
+
+
+def test_group_has_help() -> None:
+    assert cli.help and cli.help.strip()
+
+
+def test_every_documented_command_exists() -> None:
+    assert documented_commands() <= set(cli.commands)

@@ -1,0 +1,396 @@
+"""index.py on real SQLite and PostgreSQL: storage, queries and check_and_add."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from simhash_index import (
+    Fingerprinter,
+    IndexNotFoundError,
+    IndexUnavailableError,
+    Match,
+    SchemaVersionError,
+    SchemeMismatchError,
+    Signature,
+    SimhashIndex,
+    hamming,
+)
+from simhash_index.sketch import minhash
+
+TOP = 1 << 63
+
+
+def flip(value: int, positions) -> int:
+    for p in positions:
+        value ^= 1 << p
+    return value
+
+
+def far_apart(rng: random.Random, count: int, min_distance: int = 12) -> list[int]:
+    """Random fingerprints pairwise at least min_distance apart."""
+    out: list[int] = []
+    while len(out) < count:
+        candidate = rng.getrandbits(64)
+        if all(hamming(candidate, other) >= min_distance for other in out):
+            out.append(candidate)
+    return out
+
+
+def execute(url: str, statement: str) -> None:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+# -- storage and lookups --------------------------------------------------------------------
+
+
+def test_add_get_len_and_reopen(db_url):
+    a, b = far_apart(random.Random(1), 2)
+    with SimhashIndex(db_url) as index:
+        assert len(index) == 0
+        index.add("a", a)
+        index.add("b", b)
+        assert len(index) == 2
+        assert index.get("a") == Match("a", a, 0, exact=True)
+        assert index.get("missing") is None
+        assert [m.key for m in index.query(a)] == ["a"]
+    index = SimhashIndex(db_url, create=False)  # the context manager closed it; the data stayed
+    try:
+        assert len(index) == 2
+        assert index.get("b").fingerprint == b
+    finally:
+        index.close()
+
+
+def test_add_replaces_the_key(db_url):
+    old, new = far_apart(random.Random(2), 2)
+    with SimhashIndex(db_url) as index:
+        index.add("page", old)
+        index.add("page", new)
+        assert len(index) == 1
+        assert index.get("page").fingerprint == new
+        assert index.query(old) == []
+        assert [m.key for m in index.query(new)] == ["page"]
+
+
+def test_add_needs_a_fingerprint_or_text_hash(db_url):
+    with SimhashIndex(db_url) as index:
+        with pytest.raises(ValueError, match="text_hash"):
+            index.add("page", None)
+        with pytest.raises(ValueError, match="64-bit"):
+            index.add("page", 2**64)
+        with pytest.raises(ValueError, match="64-bit"):
+            index.check_and_add("page", -1)
+        with pytest.raises(ValueError, match="64-bit"):
+            index.query(2**64)
+        assert len(index) == 0
+
+
+def test_top_bit_fingerprints_round_trip(db_url):
+    rng = random.Random(3)
+    values = [0, 1, TOP - 1, TOP, TOP + 1, 2**64 - 1] + [rng.getrandbits(64) | TOP for _ in range(20)]
+    with SimhashIndex(db_url) as index:
+        index.add_many((f"k{i}", v) for i, v in enumerate(values))
+        for i, value in enumerate(values):
+            assert index.get(f"k{i}").fingerprint == value
+            found = {m.key: (m.fingerprint, m.distance) for m in index.query(value)}
+            assert found[f"k{i}"] == (value, 0)
+            # and everything else it returns really is that close
+            expected = {f"k{j}": (v, hamming(v, value)) for j, v in enumerate(values) if hamming(v, value) <= 3}
+            assert found == expected
+
+
+@pytest.mark.parametrize("max_distance", [0, 1, 2, 3])
+def test_query_finds_everything_within_max_distance_nearest_first(db_url, max_distance):
+    rng = random.Random(4)
+    query = rng.getrandbits(64) | TOP
+    stored = {f"far{i}": v for i, v in enumerate(far_apart(rng, 30))}
+    for distance in range(8):
+        for copy in range(2):
+            stored[f"d{distance}-{copy}"] = flip(query, rng.sample(range(64), distance))
+    with SimhashIndex(db_url, max_distance=max_distance) as index:
+        index.add_many(stored.items())
+        matches = index.query(query)
+    expected = {k: hamming(v, query) for k, v in stored.items() if hamming(v, query) <= max_distance}
+    assert {m.key: m.distance for m in matches} == expected
+    assert len(matches) == len(expected) >= 2 * (max_distance + 1)
+    assert [m.distance for m in matches] == sorted(m.distance for m in matches)
+    assert all(m.fingerprint == stored[m.key] for m in matches)
+
+
+@pytest.mark.parametrize("max_distance", [-1, 4, 64, 2.0, "3"])
+def test_max_distance_outside_0_to_3(sqlite_url, max_distance):
+    with pytest.raises(ValueError, match="max_distance"):
+        SimhashIndex(sqlite_url, max_distance=max_distance)
+
+
+@pytest.mark.parametrize("min_similarity", [-0.1, 1.5])
+def test_min_similarity_outside_0_to_1(sqlite_url, min_similarity):
+    with pytest.raises(ValueError, match="min_similarity"):
+        SimhashIndex(sqlite_url, min_similarity=min_similarity)
+
+
+def test_add_many_in_bulk(db_url):
+    rng = random.Random(5)
+    items = [(f"https://example.com/{i}", rng.getrandbits(64)) for i in range(20_000)]
+    with SimhashIndex(db_url) as index:
+        assert index.add_many(items, batch_size=7_000) == 20_000
+        assert len(index) == 20_000
+        for key, value in rng.sample(items, 10):
+            assert index.get(key).fingerprint == value
+            expected = {k for k, v in items if hamming(v, value) <= 3}
+            assert {m.key for m in index.query(value)} == expected
+        # the same keys again replace, in the same batch and across batches
+        assert index.add_many([("https://example.com/0", 7), ("https://example.com/0", 9)] + items[1:3], batch_size=2) == 4
+        assert len(index) == 20_000
+        assert index.get("https://example.com/0").fingerprint == 9
+
+
+# -- check_and_add ----------------------------------------------------------------------------
+
+
+def test_check_and_add(db_url):
+    a, c, d, e, g, h = far_apart(random.Random(6), 6)
+    with SimhashIndex(db_url) as index:
+        assert index.check_and_add("a", a) is None
+        before = datetime.now(timezone.utc)
+        match = index.check_and_add("b", a ^ 0b101)
+        after = datetime.now(timezone.utc)
+        assert match == Match("a", a, 2)
+        assert index.get("b") is None
+        assert len(index) == 1
+        [dup] = index.duplicates()
+        assert (dup.key, dup.duplicate_of, dup.distance, dup.exact) == ("b", "a", 2, False)
+        assert dup.seen_at.tzinfo is not None
+        assert before <= dup.seen_at <= after
+
+        assert index.check_and_add("c", c) is None  # far from a
+        assert index.check_and_add("d", d, text_hash=12345) is None
+        exact = index.check_and_add("e", e, text_hash=12345)  # the same text, whatever its simhash
+        assert (exact.key, exact.exact, exact.fingerprint, exact.distance) == ("d", True, d, hamming(d, e))
+        assert index.check_and_add("f", Signature(c ^ TOP, 2**64 - 1)) == Match("c", c, 1)
+        # f was dropped, so its text hash is not stored: g is new; h has g's text (top bit set)
+        assert index.check_and_add("g", Signature(g, 2**64 - 1)) is None
+        assert index.check_and_add("h", Signature(h, 2**64 - 1)) == Match("g", g, hamming(g, h), exact=True)
+        assert len(index) == 4
+        assert {key for key in "abcdefgh" if index.get(key)} == {"a", "c", "d", "g"}
+        logged = {x.key: (x.duplicate_of, x.distance, x.exact) for x in index.duplicates()}
+        assert logged == {
+            "b": ("a", 2, False),
+            "e": ("d", hamming(d, e), True),
+            "f": ("c", 1, False),
+            "h": ("g", hamming(g, h), True),
+        }
+        assert [x.key for x in index.duplicates()] == ["b", "e", "f", "h"]  # oldest first
+
+
+def test_rechecking_a_stored_key(db_url):
+    a, b, new = far_apart(random.Random(7), 3)
+    with SimhashIndex(db_url) as index:
+        assert index.check_and_add("a", a) is None
+        assert index.check_and_add("b", b) is None
+        # the same content again: never a duplicate of itself
+        assert index.check_and_add("a", a) is None
+        assert index.check_and_add("a", a ^ 1) is None  # a small edit updates the row
+        assert index.get("a").fingerprint == a ^ 1
+        # changed content: the row follows it
+        assert index.check_and_add("a", new) is None
+        assert index.get("a").fingerprint == new
+        assert [m.key for m in index.query(new)] == ["a"]
+        assert index.query(a) == []
+        # even content near another stored page updates in place (documented)
+        assert index.check_and_add("a", b ^ 0b11) is None
+        assert index.get("a").fingerprint == b ^ 0b11
+        assert len(index) == 2
+        assert index.duplicates() == []
+
+
+def test_rechecking_a_duplicate_key(db_url):
+    a, c, new = far_apart(random.Random(8), 3)
+    with SimhashIndex(db_url) as index:
+        index.check_and_add("a", a)
+        index.check_and_add("c", c)
+        assert index.check_and_add("b", a ^ 1) == Match("a", a, 1)
+        # dropped again, logged once
+        assert index.check_and_add("b", a ^ 1) == Match("a", a, 1)
+        assert [(x.key, x.duplicate_of) for x in index.duplicates()] == [("b", "a")]
+        # now near another page: still one entry, pointing at the new original
+        assert index.check_and_add("b", c ^ 0b110) == Match("c", c, 2)
+        assert [(x.key, x.duplicate_of, x.distance) for x in index.duplicates()] == [("b", "c", 2)]
+        assert index.get("b") is None
+        # new content: stored, and no longer a duplicate
+        assert index.check_and_add("b", new) is None
+        assert index.get("b").fingerprint == new
+        assert index.duplicates() == []
+        assert len(index) == 3
+
+
+def test_short_texts_match_only_exactly(db_url):
+    fingerprinter = Fingerprinter(min_length=200)
+    short = fingerprinter.signature("Hello, world!")
+    assert short.exact_only
+    with SimhashIndex(db_url, scheme=fingerprinter.scheme) as index:
+        assert index.check_and_add("s1", short) is None
+        assert index.get("s1") is not None
+        same = index.check_and_add("s2", fingerprinter.signature("  HELLO,   world!"))
+        assert (same.key, same.exact, same.distance) == ("s1", True, 0)
+        # a fingerprint within distance 3 of a short text is not enough, either way round
+        near_short = Signature(short.simhash ^ 1, short.text_hash ^ 1, exact_only=True)
+        assert index.check_and_add("s3", near_short) is None
+        assert index.check_and_add("long", Signature(short.simhash ^ 0b10, 42)) is None
+        assert index.check_and_add("s4", Signature(short.simhash ^ 0b100, 43, exact_only=True)) is None
+        assert index.check_and_add("long2", Signature(short.simhash ^ 0b1000, 44)) == Match(
+            "long", short.simhash ^ 0b10, 2
+        )
+        # text_hash only, no simhash at all
+        assert index.check_and_add("t1", None, text_hash=99) is None
+        assert index.check_and_add("t2", None, text_hash=99) == Match("t1", None, 0, exact=True)
+        assert {x.key for x in index.duplicates()} == {"s2", "long2", "t2"}
+        assert len(index) == 5
+
+
+def shingle_set(seed: int, size: int = 200) -> set[str]:
+    rng = random.Random(seed)
+    return {f"w{rng.getrandbits(32)} w{rng.getrandbits(32)} w{rng.getrandbits(32)}" for _ in range(size)}
+
+
+def test_sketch_verification(db_url):
+    a, other = far_apart(random.Random(9), 2)
+    page = shingle_set(1)
+    near_copy = set(sorted(page)[:198]) | shingle_set(2, 2)  # Jaccard 198/202, well above min_similarity
+    unrelated = shingle_set(3)
+    with SimhashIndex(db_url) as index:
+        assert index.check_and_add("a", a, sketch=minhash(page)) is None
+        # within distance 1, but the text is different: not a duplicate
+        assert index.check_and_add("template", a ^ 1, sketch=minhash(unrelated)) is None
+        # distance 1 from a, 2 from the template: only a's sketch agrees
+        match = index.check_and_add("copy", a ^ 0b100, sketch=minhash(near_copy))
+        assert (match.key, match.distance) == ("a", 1)
+        assert match.similarity >= index.min_similarity
+        # no sketch: simhash alone decides, nearest first
+        assert index.check_and_add("bare", a ^ TOP) == Match("a", a, 1)
+        assert len(index) == 2
+        assert index.check_and_add("other", other, sketch=minhash(unrelated)) is None
+    with SimhashIndex(db_url, min_similarity=0.0) as lenient:
+        match = lenient.check_and_add("template2", a ^ 0b1000, sketch=minhash(unrelated))
+        assert (match.key, match.distance) == ("a", 1)
+
+
+def test_signatures_of_real_texts(db_url):
+    fingerprinter = Fingerprinter()
+    rng = random.Random(10)
+    page = " ".join(f"word{rng.randrange(500)}" for _ in range(300))
+    other = " ".join(f"term{rng.randrange(500)}" for _ in range(300))
+    with SimhashIndex(db_url, scheme=fingerprinter.scheme) as index:
+        assert index.check_and_add("page", fingerprinter.signature(page)) is None
+        # the same text, re-flowed and in capitals: an exact duplicate
+        match = index.check_and_add("copy", fingerprinter.signature(page.upper().replace(" ", "\n  ")))
+        assert (match.key, match.exact, match.distance) == ("page", True, 0)
+        assert index.check_and_add("other", fingerprinter.signature(other)) is None
+        assert len(index) == 2
+
+
+# -- opening ------------------------------------------------------------------------------------
+
+
+def test_scheme_mismatch(db_url):
+    SimhashIndex(db_url, scheme="scheme A").close()
+    with pytest.raises(SchemeMismatchError) as info:
+        SimhashIndex(db_url, scheme="scheme B")
+    assert "scheme A" in str(info.value) and "scheme B" in str(info.value)
+    with SimhashIndex(db_url, scheme="scheme A") as index:
+        assert index.scheme == "scheme A"
+    with SimhashIndex(db_url, scheme=None) as index:  # no check asked for: the recorded one
+        assert index.scheme == "scheme A"
+
+
+def test_scheme_of_another_fingerprinter(db_url):
+    SimhashIndex(db_url).close()  # the default Fingerprinter's scheme
+    with pytest.raises(SchemeMismatchError):
+        SimhashIndex(db_url, scheme=Fingerprinter(ngram=2).scheme)
+
+
+def test_schema_version_mismatch(db_url):
+    SimhashIndex(db_url).close()
+    execute(db_url, "UPDATE simhash_meta SET value = '999' WHERE name = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="999"):
+        SimhashIndex(db_url)
+
+
+def test_create_false_on_an_empty_database(db_url):
+    with pytest.raises(IndexNotFoundError):
+        SimhashIndex(db_url, create=False)
+    SimhashIndex(db_url).close()
+    with SimhashIndex(db_url, create=False) as index:
+        assert len(index) == 0
+
+
+def test_unreachable_database():
+    with pytest.raises(IndexUnavailableError):
+        SimhashIndex("postgresql://postgres@127.0.0.1:1/test")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:secret@127.0.0.1:1/x",  # nothing listens on port 1
+        "mysql://u:secret@127.0.0.1/x",  # not a supported backend
+        "postgresql//u:secret@127.0.0.1/x",  # a typo: not a URL at all
+    ],
+)
+def test_error_messages_hide_the_password(url):
+    with pytest.raises(IndexUnavailableError) as info:
+        SimhashIndex(url)
+    assert "secret" not in str(info.value)
+
+
+def test_repr_hides_the_password(postgres_url):
+    # the test server trusts local connections, so a password is accepted and ignored
+    url = make_url(postgres_url).set(password="secret")
+    with SimhashIndex(url) as index:
+        assert "***" in repr(index) and "secret" not in repr(index)
+
+
+# -- property: the block lookup finds exactly what a scan finds --------------------------------
+
+
+@st.composite
+def planted(draw):
+    query = draw(st.integers(0, 2**64 - 1))
+    stored = draw(st.lists(st.integers(0, 2**64 - 1), max_size=30))
+    for distance in [*range(7), *draw(st.lists(st.integers(0, 6), max_size=10))]:
+        stored.append(flip(query, draw(st.sets(st.integers(0, 63), min_size=distance, max_size=distance))))
+    return query, stored
+
+
+def test_query_equals_brute_force(db_url):
+    indexes = [SimhashIndex(db_url, max_distance=d) for d in range(4)]
+    try:
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(planted())
+        def check(case):
+            query, stored = case
+            execute(db_url, "DELETE FROM simhash_documents")
+            indexes[0].add_many((f"k{i}", v) for i, v in enumerate(stored))
+            for max_distance, index in enumerate(indexes):
+                expected = {f"k{i}": hamming(v, query) for i, v in enumerate(stored) if hamming(v, query) <= max_distance}
+                matches = index.query(query)
+                assert {m.key: m.distance for m in matches} == expected
+                assert [m.distance for m in matches] == sorted(expected.values())
+
+        check()
+    finally:
+        for index in indexes:
+            index.close()
