@@ -8,6 +8,8 @@ a check reads (`advisory_lock_keys`), taken in sorted order.
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
@@ -15,9 +17,11 @@ from sqlalchemy.pool import StaticPool
 
 from .errors import IndexUnavailableError
 
+_PASSWORD = re.compile(r":[^:@/]*@")  # the password part of user:password@host
 WRITE = "simhash_write"  # execution option: this transaction will write
 SQLITE_BUSY_TIMEOUT_S = 60
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
+SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
 
 
 def parse_url(url: str | URL) -> URL:
@@ -26,7 +30,8 @@ def parse_url(url: str | URL) -> URL:
         parsed = make_url(url)
     except ArgumentError:
         raise IndexUnavailableError(
-            f"url {str(url)!r} is not a database URL: use e.g. sqlite:///simhash.db or postgresql://user@host/db"
+            f"url {_PASSWORD.sub(':***@', str(url))!r} is not a database URL: "
+            "use e.g. sqlite:///simhash.db or postgresql://user:password@host/db"
         ) from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")

@@ -54,7 +54,7 @@ def _mapping_digest(mapping: Mapping[str, float] | None) -> str:
         return "none"
     digest = xxhash.xxh64()
     for key in sorted(mapping):
-        digest.update(f"{key}\0{mapping[key]!r}\0".encode())
+        digest.update(f"{key}\0{float(mapping[key])!r}\0".encode())
     return digest.hexdigest()
 
 
@@ -111,7 +111,7 @@ class Fingerprinter:
     @cached_property
     def scheme(self) -> str:
         """Everything that makes fingerprints comparable, as one string the index records."""
-        tokenizer = self.tokenizer if isinstance(self.tokenizer, str) else getattr(self.tokenizer, "__qualname__", "custom")
+        tokenizer = self.tokenizer if isinstance(self.tokenizer, str) else _callable_id(self.tokenizer)
         stop = {frozenset(): "none", _stopwords.ALL: "builtin"}.get(self._stop) or _mapping_digest(dict.fromkeys(self._stop, 1))
         return (
             f"xxh64/64 norm={self.normalization}{'+casefold' if self.casefold else ''} tokens={tokenizer}"
@@ -178,6 +178,15 @@ class Fingerprinter:
         from jieba.analyse import default_tfidf  # loads jieba's IDF table once
 
         return default_tfidf.idf_freq, default_tfidf.median_idf
+
+
+def _callable_id(function: Callable) -> str:
+    """Names a custom tokenizer by its qualified name and a digest of its code, so two
+    different functions (two lambdas, say) give different schemes."""
+    name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"
+    code = getattr(function, "__code__", None)
+    body = repr((code.co_code, code.co_consts, code.co_names)) if code is not None else repr(function)
+    return f"{name}:{xxhash.xxh64_hexdigest(body.encode())}"
 
 
 def _ngrams(tokens: list[str], n: int) -> list[str]:

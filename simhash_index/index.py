@@ -15,7 +15,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from . import schema
-from .engine import WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
+from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
 from .errors import (
     IndexNotFoundError,
     IndexUnavailableError,
@@ -127,6 +127,8 @@ class SimhashIndex:
 
     def _open(self, scheme: str | None, create: bool) -> str:
         with self._transaction(write=create) as conn:
+            if self._postgres and create:  # two crawlers opening a new DB must not both create it
+                conn.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": SCHEMA_LOCK})
             exists = conn.dialect.has_table(conn, schema.meta.name)
             if not exists and not create:
                 raise IndexNotFoundError(f"{masked(self.url)} has no simhash tables: is it the right database?")

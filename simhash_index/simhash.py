@@ -5,6 +5,7 @@ Pure functions: no I/O, no global state beyond a per-process hash cache.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Union
@@ -19,6 +20,7 @@ SUPPORTED_BITS = (32, 64, 128)
 BLOCKS = 4
 BLOCK_BITS = 16
 _MASK64 = (1 << 64) - 1
+_HEX = re.compile(r"[0-9a-f]{1,16}")
 
 
 _CACHE_SIZE = 1 << 18  # features; about 35 MB when full
@@ -163,9 +165,6 @@ def to_hex(fingerprint: int) -> str:
 def from_hex(text: str) -> int:
     """Parse 1 to 16 hex digits (an optional 0x prefix) as a 64-bit fingerprint."""
     digits = text.strip().lower().removeprefix("0x")
-    if not 1 <= len(digits) <= 16:
+    if not _HEX.fullmatch(digits):
         raise ValueError(f"a simhash is 1 to 16 hex digits; got {text!r}")
-    try:
-        return int(digits, 16)
-    except ValueError:
-        raise ValueError(f"a simhash is 1 to 16 hex digits; got {text!r}") from None
+    return int(digits, 16)

@@ -155,7 +155,7 @@ def test_concurrent_check_and_add(fresh_db_urls):
 
 def test_concurrent_first_open(fresh_db_urls):
     # crawlers started together on a new database all create its tables at once
-    urls = [fresh_db_urls() for _ in range(5)]
+    urls = [fresh_db_urls() for _ in range(12)]
     reports = run_workers(open_fresh, [urls] * PROCESSES, PROCESSES * len(urls))
     assert sorted(number for number, _, _ in reports) == sorted(list(range(len(urls))) * PROCESSES)
     for url in urls:
