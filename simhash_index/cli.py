@@ -22,7 +22,6 @@ import click
 from sqlalchemy.exc import SQLAlchemyError
 
 from . import __version__, formats, reports
-from .engine import is_memory, masked, parse_url
 from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SimhashIndexError
 from .extract import ExtractionError, decode, extract_text
 from .fingerprint import DEFAULT, Fingerprinter, NoFeaturesError
@@ -116,12 +115,7 @@ class IsoDateTime(click.ParamType):
 
 def open_index(db: str, *, create: bool = False, max_distance: int = 3) -> SimhashIndex:
     """The index at `db`, closed when the command ends. Read-only commands never create anything."""
-    url = parse_url(db)
-    database = url.database or ""
-    if not create and url.get_backend_name() == "sqlite" and not is_memory(url) and not url.query.get("uri"):
-        if not Path(database).is_file():  # opening would create an empty file
-            raise IndexNotFoundError(f"{masked(url)}: no such database file")
-    index = SimhashIndex(url, create=create, scheme=None, max_distance=max_distance)
+    index = SimhashIndex(db, create=create, scheme=None, max_distance=max_distance)
     return click.get_current_context().with_resource(index)
 
 

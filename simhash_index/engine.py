@@ -8,8 +8,6 @@ a check reads (`advisory_lock_keys`), taken in sorted order.
 
 from __future__ import annotations
 
-import re
-
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
@@ -17,7 +15,6 @@ from sqlalchemy.pool import StaticPool
 
 from .errors import IndexUnavailableError
 
-_PASSWORD = re.compile(r":[^:@/]*@")  # the password part of user:password@host
 WRITE = "simhash_write"  # execution option: this transaction will write
 SQLITE_BUSY_TIMEOUT_S = 60
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
@@ -30,7 +27,7 @@ def parse_url(url: str | URL) -> URL:
         parsed = make_url(url)
     except ArgumentError:
         raise IndexUnavailableError(
-            f"url {_PASSWORD.sub(':***@', str(url))!r} is not a database URL: "
+            f"url {_without_credentials(str(url))!r} is not a database URL: "
             "use e.g. sqlite:///simhash.db or postgresql://user:password@host/db"
         ) from None
     if parsed.drivername in ("postgresql", "postgres"):
@@ -40,6 +37,14 @@ def parse_url(url: str | URL) -> URL:
             f"url {masked(parsed)!r}: only sqlite:// and postgresql:// databases are supported"
         )
     return parsed
+
+
+def _without_credentials(text: str) -> str:
+    """An unparseable URL with everything before its last '@' hidden: it may hold a password."""
+    if "@" not in text:
+        return text
+    scheme, _, rest = text.partition("//")
+    return f"{scheme}//***@{rest.rsplit('@', 1)[1]}" if rest else f"***@{text.rsplit('@', 1)[1]}"
 
 
 def masked(url: URL) -> str:

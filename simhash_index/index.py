@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -126,7 +127,10 @@ class SimhashIndex:
     # -- opening -----------------------------------------------------------------
 
     def _open(self, scheme: str | None, create: bool) -> str:
-        with self._transaction(write=create) as conn:
+        if not create and self.url.get_backend_name() == "sqlite" and not is_memory(self.url):
+            if not self.url.query.get("uri") and not Path(self.url.database or "").is_file():
+                raise IndexNotFoundError(f"{masked(self.url)}: no such database file")  # connecting would create it
+        with self.transaction(write=create) as conn:
             if self._postgres and create:  # two crawlers opening a new DB must not both create it
                 conn.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": SCHEMA_LOCK})
             exists = conn.dialect.has_table(conn, schema.meta.name)
@@ -158,8 +162,12 @@ class SimhashIndex:
         return (postgresql.insert if self._postgres else sqlite.insert)(table)
 
     @contextmanager
-    def _transaction(self, *, write: bool = True) -> Iterator[Connection]:
-        """A transaction; database errors become IndexUnavailableError naming the DB."""
+    def transaction(self, *, write: bool = True) -> Iterator[Connection]:
+        """A connection in a transaction, for reports and tools that read the tables directly.
+
+        `write=True` takes SQLite's writer lock at the start. Connection failures become
+        IndexUnavailableError, other database errors SimhashIndexError, naming the DB.
+        """
         lock = self._lock or _NO_LOCK
         try:
             with lock, self._engine.connect() as conn:
@@ -174,19 +182,19 @@ class SimhashIndex:
     # -- reads --------------------------------------------------------------------
 
     def __len__(self) -> int:
-        with self._transaction(write=False) as conn:
+        with self.transaction(write=False) as conn:
             return conn.execute(select(func.count()).select_from(schema.documents)).scalar_one()
 
     def query(self, fingerprint: int) -> list[Match]:
         """Every stored fingerprint within max_distance, nearest first."""
         to_signed(fingerprint)
-        with self._transaction(write=False) as conn:
+        with self.transaction(write=False) as conn:
             return self._near(conn, fingerprint)
 
     def get(self, key: str) -> Match | None:
         """The stored page with this key, as a Match at distance 0, or None."""
         d = schema.documents.c
-        with self._transaction(write=False) as conn:
+        with self.transaction(write=False) as conn:
             row = conn.execute(
                 select(d.key, d.fingerprint).where(d.key_hash == key_hash(key), d.key == key)
             ).first()
@@ -197,7 +205,7 @@ class SimhashIndex:
     def duplicates(self) -> list[Duplicate]:
         """Every page logged as a duplicate, oldest first."""
         t = schema.duplicates.c
-        with self._transaction(write=False) as conn:
+        with self.transaction(write=False) as conn:
             rows = conn.execute(
                 select(t.key, t.duplicate_of, t.distance, t.exact, t.seen_at).order_by(t.id)
             ).all()
@@ -271,7 +279,7 @@ class SimhashIndex:
     def _upsert(self, rows: list[dict]) -> int:
         statement = self._insert(schema.documents)
         columns = {c: statement.excluded[c] for c in ("key", "fingerprint", "block0", "block1", "block2", "block3", "text_hash", "sketch", "stored_at")}
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             conn.execute(statement.on_conflict_do_update(index_elements=["key_hash"], set_=columns), rows)
         return len(rows)
 
@@ -286,7 +294,7 @@ class SimhashIndex:
         """
         signature = _signature(fingerprint, text_hash, sketch)
         own_hash = key_hash(key)
-        with self._transaction() as conn:
+        with self.transaction() as conn:
             if self._postgres:
                 self._lock_neighbourhood(conn, signature, own_hash)
             d = schema.documents.c

@@ -28,7 +28,7 @@ STREAM_ROWS = 1000  # rows fetched at a time by listings
 
 def _reading(index: SimhashIndex) -> AbstractContextManager[Connection]:
     """A read-only transaction; connection failures become IndexUnavailableError."""
-    return index._transaction(write=False)
+    return index.transaction(write=False)
 
 
 def host_of(url: str) -> str | None:
@@ -229,7 +229,7 @@ class DryRunIndex:
             rows = conn.execute(select(*_COPIED).where(or_(*near))).mappings().all()
         fresh = [dict(row) for row in rows if row["key_hash"] not in self._present]
         if fresh:
-            with self._memory._transaction() as conn:
+            with self._memory.transaction() as conn:
                 conn.execute(insert(schema.documents), fresh)
             self._present.update(row["key_hash"] for row in fresh)
 
