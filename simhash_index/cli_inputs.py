@@ -1,0 +1,140 @@
+"""What the command line reads: dates, page files, JSON lines corpora, and the
+fingerprint settings of a database; plus its progress bar."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import formats
+from .extract import ExtractionError, decode, extract_text
+from .fingerprint import DEFAULT, Fingerprinter, NoFeaturesError
+
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+_HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
+_SNIFF_CHARS = 100_000
+
+
+class IsoDateTime(click.ParamType):
+    """An ISO 8601 date or datetime; UTC unless it carries an offset."""
+
+    name = "DATETIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text)  # a date alone is its midnight
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO date or datetime, e.g. 2024-05-01 or 2024-05-01T12:00:00+02:00")
+        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def fingerprinter_for(scheme: str) -> Fingerprinter:
+    """A Fingerprinter whose fingerprints are comparable with a database's.
+
+    The command line uses the default settings; only a different minimum
+    text length (SIMHASH_MIN_TEXT_LENGTH) can be read back from the scheme.
+    """
+    if scheme == DEFAULT.scheme:
+        return DEFAULT
+    found = re.search(r" min_length=(\d+) ", scheme)
+    if found:
+        candidate = Fingerprinter(min_length=int(found.group(1)))
+        if candidate.scheme == scheme:
+            return candidate
+    raise click.ClickException(
+        f"the database's fingerprints were made with settings the command line cannot reproduce ({scheme}): "
+        "use the library with the same Fingerprinter settings"
+    )
+
+
+def looks_like_html(name: str, content: str) -> bool:
+    """HTML by extension, or by content: starts with '<' and has an html, body or p tag."""
+    if name.lower().endswith(HTML_SUFFIXES):
+        return True
+    head = content[:_SNIFF_CHARS]
+    return head.lstrip().startswith("<") and _HTML_TAG.search(head) is not None
+
+
+def read_page(path: str, kind: str = "auto") -> str:
+    """The text of a file ('-' for stdin): HTML has its main text extracted, as the pipeline does."""
+    raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    content = decode(raw)
+    if kind == "html" or (kind == "auto" and looks_like_html(path, content)):
+        text = extract_text(content)
+        if text is None:
+            raise click.ClickException(f"{path}: no main text found in the HTML")
+        return text
+    return content
+
+
+def fingerprint_of(fingerprinter: Fingerprinter, text: str, name: str) -> int:
+    try:
+        return fingerprinter.fingerprint(text)
+    except NoFeaturesError:
+        raise click.ClickException(
+            f"{name}: no words to fingerprint (empty, or only punctuation and stop words)"
+        ) from None
+
+
+@contextmanager
+def progress(total: int | None, description: str) -> Iterator[Callable[[int], None]]:
+    """advance(n) for a progress bar on stderr, shown only when stderr is a terminal."""
+    if not formats.isatty(sys.stderr):
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def read_corpus(file: str, *, written: bool) -> Iterator[tuple[str, str | None]]:
+    """(url, text or None) for each line of a JSON lines corpus, with a progress bar."""
+    stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))
+    try:
+        total = os.fstat(stream.fileno()).st_size if file != "-" else None
+    except (OSError, ValueError):
+        total = None
+    with progress(total, "importing") as advance:
+        for number, line in enumerate(stream, 1):
+            advance(len(line))
+            if line.strip():
+                yield page_of(line, f"{file} line {number}", written)
+
+
+def page_of(line: bytes, where: str, written: bool) -> tuple[str, str | None]:
+    """(url, text) of one corpus line, the text as the pipeline gets it: "text", else "html" extracted."""
+    after = "; the lines before it were imported" if written else ""
+    try:
+        page = json.loads(line)
+    except ValueError as exc:
+        raise click.ClickException(f"{where}: not JSON ({exc}){after}") from None
+    if not isinstance(page, dict) or not isinstance(page.get("url"), str) or not page["url"]:
+        raise click.ClickException(f'{where}: not an object with a "url" string{after}')
+    text, html = page.get("text"), page.get("html")
+    if not isinstance(text, str) and not isinstance(html, str):
+        raise click.ClickException(f'{where}: needs a "text" or "html" string{after}')
+    if isinstance(text, str) and text.strip():
+        return page["url"], text
+    if not isinstance(html, str):
+        return page["url"], None
+    try:
+        return page["url"], extract_text(html)
+    except ExtractionError:  # the pipeline lets such a page through unchecked
+        return page["url"], None
