@@ -8,6 +8,9 @@ a check reads (`advisory_lock_keys`), taken in sorted order.
 
 from __future__ import annotations
 
+import sqlite3
+import time
+
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
@@ -28,13 +31,13 @@ def parse_url(url: str | URL) -> URL:
     except ArgumentError:
         raise IndexUnavailableError(
             f"url {_without_credentials(str(url))!r} is not a database URL: "
-            "use e.g. sqlite:///simhash.db or postgresql://user:password@host/db"
+            "use e.g. sqlite:///simhash.db, postgresql://user:password@host/db or redis://host:6379/0"
         ) from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise IndexUnavailableError(
-            f"url {masked(parsed)!r}: only sqlite:// and postgresql:// databases are supported"
+            f"url {masked(parsed)!r}: only sqlite:// and postgresql:// databases are supported (and redis:// servers)"
         )
     return parsed
 
@@ -73,7 +76,7 @@ def _sqlite_engine(url: URL) -> Engine:
     def _setup(dbapi_connection, _record):  # noqa: ANN001 - DBAPI objects
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA foreign_keys=ON")
@@ -85,6 +88,21 @@ def _sqlite_engine(url: URL) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def _switch_to_wal(cursor) -> None:  # noqa: ANN001 - a DBAPI cursor
+    """PRAGMA journal_mode=WAL, retried: switching a new file needs an exclusive lock, and
+    SQLite answers "database is locked" at once (ignoring the busy timeout) when another
+    connection is doing the same, as crawlers started together on a new file do."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def advisory_lock_keys(blocks: tuple[int, ...] | None, text_hash: int | None, key_hash: int) -> list[tuple[int, int]]:

@@ -6,7 +6,8 @@ import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
+from pathlib import Path
 
 import xxhash
 
@@ -175,9 +176,23 @@ class Fingerprinter:
         if self.idf is not None:
             values = sorted(self.idf.values())
             return self.idf, values[len(values) // 2] if values else 1.0
-        from jieba.analyse import default_tfidf  # loads jieba's IDF table once
+        return _jieba_idf()
 
-        return default_tfidf.idf_freq, default_tfidf.median_idf
+
+@lru_cache(maxsize=1)
+def _jieba_idf() -> tuple[dict[str, float], float]:
+    """jieba's IDF table and its median, read once (jieba.analyse leaves the file open)."""
+    import jieba
+
+    path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
+    table = {}
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            word, _, value = line.strip().rpartition(" ")
+            if word:
+                table[word] = float(value)
+    values = sorted(table.values())
+    return table, values[len(values) // 2]
 
 
 def _callable_id(function: Callable) -> str:

@@ -71,10 +71,10 @@ def _signature(fingerprint: Fingerprint, text_hash: int | None, sketch: bytes | 
     return Signature(fingerprint, text_hash, sketch)
 
 
-def _stored_values(signature: Signature) -> tuple[int | None, int | None]:
-    """(text_hash, fingerprint) as the documents table stores them."""
+def _stored_values(signature: Signature) -> tuple[int | None, int | None, bool]:
+    """(text_hash, fingerprint, in the block index) as the documents table stores them."""
     th, fp = signature.text_hash, signature.simhash
-    return (None if th is None else to_signed(th), None if fp is None else to_signed(fp))
+    return (None if th is None else to_signed(th), None if fp is None else to_signed(fp), signature.near_matchable)
 
 
 def as_utc(moment: datetime) -> datetime:
@@ -92,6 +92,14 @@ class SimhashIndex:
     `check_and_add` is atomic across processes: of a group of mutual
     near-duplicates checked concurrently, exactly one is stored.
     """
+
+    def __new__(cls, url: str | URL = "sqlite:///simhash.db", **kwargs: object) -> SimhashIndex:
+        """A redis:// or rediss:// URL gives a RedisIndex (same API, duck-typed), anything else a SimhashIndex."""
+        if isinstance(url, str) and url.startswith(("redis://", "rediss://")):
+            from .redis_index import RedisIndex  # redis_index imports this module
+
+            return RedisIndex(url, **kwargs)  # not a SimhashIndex: Python skips __init__
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -212,36 +220,41 @@ class SimhashIndex:
         return [Duplicate(row.key, row.duplicate_of, row.distance, row.exact, as_utc(row.seen_at)) for row in rows]
 
     def _candidates(self, conn: Connection, fingerprint: int) -> list[tuple[int, int]]:
-        """(id, fingerprint) of stored pages within max_distance, nearest first."""
-        values = blocks(fingerprint)
-        rows = conn.execute(_CANDIDATES, {f"b{i}": v for i, v in enumerate(values)}).all()
-        found: dict[int, int] = {}
+        """(id, distance) of stored pages within max_distance, nearest first."""
+        # Plain SQL and plain tuples: at ~4N/65536 rows a query, SQLAlchemy's statement
+        # and row machinery would cost more than SQLite's four index lookups.
+        result = conn.exec_driver_sql(_CANDIDATES[conn.dialect.paramstyle], blocks(fingerprint))
+        rows = result.cursor.fetchall()
+        result.close()
+        limit = self.max_distance
+        found = {}
         for row_id, stored in rows:
-            distance = hamming(fingerprint, to_unsigned(stored))
-            if distance <= self.max_distance:
-                found[row_id] = distance
+            distance = ((stored ^ fingerprint) & _MASK64).bit_count()
+            if distance <= limit:
+                found[row_id] = distance  # a page sharing several blocks comes once per block
         return sorted(found.items(), key=lambda item: (item[1], item[0]))
 
     def _near(self, conn: Connection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
         candidates = self._candidates(conn, fingerprint)
         if not candidates:
             return []
-        d = schema.documents.c
-        rows = {
-            row.id: row
-            for row in conn.execute(
-                select(d.id, d.key, d.fingerprint, d.sketch).where(d.id.in_([c[0] for c in candidates]))
-            )
-        }
+        mark = _MARKS[conn.dialect.paramstyle]
+        statement = (
+            f"SELECT id, key, fingerprint, sketch FROM {schema.documents.name} "
+            f"WHERE id IN ({', '.join([mark] * len(candidates))})"
+        )
+        result = conn.exec_driver_sql(statement, tuple(row_id for row_id, _ in candidates))
+        rows = {row[0]: row[1:] for row in result.cursor.fetchall()}
+        result.close()
         matches = []
         for row_id, distance in candidates:
-            row = rows[row_id]
+            key, stored, stored_sketch = rows[row_id]
             score = None
-            if sketch is not None and row.sketch is not None and len(row.sketch) == len(sketch):
-                score = similarity(sketch, row.sketch)
+            if sketch is not None and stored_sketch is not None and len(stored_sketch) == len(sketch):
+                score = similarity(sketch, bytes(stored_sketch))
                 if score < self.min_similarity:
                     continue
-            matches.append(Match(row.key, to_unsigned(row.fingerprint), distance, similarity=score))
+            matches.append(Match(key, to_unsigned(stored), distance, similarity=score))
         return matches
 
     def _exact(self, conn: Connection, signature: Signature) -> Match | None:
@@ -266,9 +279,14 @@ class SimhashIndex:
     def add_many(self, items: Iterable[tuple[str, Fingerprint]], *, batch_size: int = 10_000) -> int:
         """Store many (key, fingerprint or Signature) pairs in batches; returns how many."""
         count = 0
-        batch: list[dict] = []
+        batch: list[tuple] = []
         for key, fingerprint in items:
-            batch.append(self._document_row(key, _signature(fingerprint, None, None)))
+            if type(fingerprint) is int:  # the bulk-load case: no Signature, no dict per row
+                signed = to_signed(fingerprint)
+                batch.append((key, key_hash(key), signed, *blocks(fingerprint), None, None))
+            else:
+                row = self._document_row(key, _signature(fingerprint, None, None))
+                batch.append(tuple(row[column] for column in _UPSERT_COLUMNS[:-1]))
             if len(batch) >= batch_size:
                 count += self._upsert(batch)
                 batch = []
@@ -276,11 +294,17 @@ class SimhashIndex:
             count += self._upsert(batch)
         return count
 
-    def _upsert(self, rows: list[dict]) -> int:
-        statement = self._insert(schema.documents)
-        columns = {c: statement.excluded[c] for c in ("key", "fingerprint", "block0", "block1", "block2", "block3", "text_hash", "sketch", "stored_at")}
+    def _upsert(self, rows: list[tuple]) -> int:
+        """Insert or replace rows (_UPSERT_COLUMNS but stored_at) in one transaction."""
         with self.transaction() as conn:
-            conn.execute(statement.on_conflict_do_update(index_elements=["key_hash"], set_=columns), rows)
+            # Plain SQL and tuples straight to the driver's executemany: SQLAlchemy's
+            # per-row parameter processing cost more than SQLite's inserts.
+            stored_at = _now()
+            process = schema.documents.c.stored_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
+            stored_at = process(stored_at) if process else stored_at
+            mark = _MARKS[conn.dialect.paramstyle]
+            statement = _UPSERT.format(marks=", ".join([mark] * len(_UPSERT_COLUMNS)))
+            conn.exec_driver_sql(statement, [(*row, stored_at) for row in rows])
         return len(rows)
 
     def check_and_add(
@@ -299,10 +323,10 @@ class SimhashIndex:
                 self._lock_neighbourhood(conn, signature, own_hash)
             d = schema.documents.c
             stored = conn.execute(
-                select(d.id, d.text_hash, d.fingerprint).where(d.key_hash == own_hash)
+                select(d.id, d.text_hash, d.fingerprint, d.block0).where(d.key_hash == own_hash)
             ).first()
             if stored is not None:
-                if (stored.text_hash, stored.fingerprint) != _stored_values(signature):
+                if (stored.text_hash, stored.fingerprint, stored.block0 is not None) != _stored_values(signature):
                     conn.execute(update(schema.documents).where(d.id == stored.id).values(self._document_row(key, signature)))
                 return None
             match = self._exact(conn, signature)
@@ -371,11 +395,22 @@ class SimhashIndex:
         self.close()
 
 
-_CANDIDATES = text(
-    " UNION ALL ".join(
-        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = :b{i}" for i in range(4)
-    )
+_MASK64 = (1 << 64) - 1
+_MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # positional placeholder by DB-API paramstyle
+_UPSERT_COLUMNS = (
+    "key", "key_hash", "fingerprint", "block0", "block1", "block2", "block3", "text_hash", "sketch", "stored_at"
 )
+_UPSERT = (
+    f"INSERT INTO simhash_documents ({', '.join(_UPSERT_COLUMNS)}) VALUES ({{marks}}) ON CONFLICT (key_hash) "
+    f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _UPSERT_COLUMNS if c != 'key_hash')}"
+)
+# The four block lookups in one round trip; each reads only its (block, fingerprint) index.
+_CANDIDATES = {
+    style: " UNION ALL ".join(
+        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = {mark}" for i in range(4)
+    )
+    for style, mark in _MARKS.items()
+}
 
 
 class _NoLock:

@@ -1,8 +1,9 @@
 """Read-only reports over an index's tables, and a dry-run stand-in for `check_and_add`.
 
 Every query is SQLAlchemy Core, portable to SQLite and PostgreSQL, with every
-value bound as a parameter. Hosts are parsed from URLs in Python, so both
-backends agree on them.
+value bound as a parameter. A RedisIndex is read through its own methods (its
+duplicates log, streamed) and summed up here. Hosts are parsed from URLs in
+Python, so every backend agrees on them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy.engine import Connection, Result, Row
 from . import schema
 from .fingerprint import Signature
 from .index import DEFAULT_MIN_SIMILARITY, Duplicate, Match, SimhashIndex, as_utc, key_hash
+from .redis_index import RedisIndex
 from .simhash import blocks, to_signed
 
 STREAM_ROWS = 1000  # rows fetched at a time by listings
@@ -77,8 +79,10 @@ class Stats:
         return self.duplicates - self.exact_duplicates
 
 
-def stats(index: SimhashIndex, *, top: int = 10) -> Stats:
+def stats(index: SimhashIndex | RedisIndex, *, top: int = 10) -> Stats:
     """Pages stored, duplicates logged by distance, and the `top` hosts with the most duplicates."""
+    if isinstance(index, RedisIndex):
+        return _redis_stats(index, top)
     t = schema.duplicates.c
     with _reading(index) as conn:
         documents = conn.execute(select(func.count()).select_from(schema.documents)).scalar_one()
@@ -95,6 +99,19 @@ def stats(index: SimhashIndex, *, top: int = 10) -> Stats:
     return Stats(documents, sum(by_distance.values()), exact, histogram, ranked[:top], index.scheme)
 
 
+def _redis_stats(index: RedisIndex, top: int) -> Stats:
+    by_distance: Counter[int] = Counter()
+    hosts: Counter[str | None] = Counter()
+    exact = 0
+    for _, duplicate in index.logged():
+        by_distance[duplicate.distance] += 1
+        exact += duplicate.exact
+        hosts[host_of(duplicate.key)] += 1
+    histogram = {d: by_distance[d] for d in range(max(by_distance, default=-1) + 1)}
+    ranked = sorted(hosts.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
+    return Stats(len(index), sum(by_distance.values()), exact, histogram, ranked[:top], index.scheme)
+
+
 def _stream(conn: Connection, statement: Select) -> Result:
     """Rows fetched in batches (a server-side cursor on PostgreSQL); close it with `with`."""
     return conn.execution_options(yield_per=STREAM_ROWS).execute(statement)
@@ -104,7 +121,7 @@ def _stream(conn: Connection, statement: Select) -> Result:
 
 
 def duplicates(
-    index: SimhashIndex,
+    index: SimhashIndex | RedisIndex,
     *,
     host: str | None = None,
     since: datetime | None = None,
@@ -116,6 +133,9 @@ def duplicates(
     host: only pages on this host or its subdomains. since: only pages dropped
     at or after this moment (naive means UTC).
     """
+    if isinstance(index, RedisIndex):
+        yield from _redis_duplicates(index, host, since, max_distance, limit)
+        return
     t = schema.duplicates.c
     statement = select(t.key, t.duplicate_of, t.distance, t.exact, t.seen_at).order_by(t.id)
     if since is not None:
@@ -134,6 +154,21 @@ def duplicates(
             rows = (row for row in rows if on_host(row.key, host))
         for row in itertools.islice(rows, limit):
             yield _duplicate(row, row.duplicate_of)
+
+
+def _redis_duplicates(
+    index: RedisIndex, host: str | None, since: datetime | None, max_distance: int | None, limit: int | None
+) -> Iterator[Duplicate]:
+    rows: Iterator[Duplicate] = (duplicate for _, duplicate in index.logged())
+    if since is not None:
+        since = as_utc(since)
+        rows = (row for row in rows if row.seen_at >= since)
+    if max_distance is not None:
+        rows = (row for row in rows if row.distance <= max_distance)
+    if host is not None:
+        host = normalize_host(host)
+        rows = (row for row in rows if on_host(row.key, host))
+    yield from itertools.islice(rows, limit)
 
 
 def _duplicate(row: Row, duplicate_of: str) -> Duplicate:
@@ -157,8 +192,11 @@ class Cluster:
     duplicates: tuple[Duplicate, ...]
 
 
-def clusters(index: SimhashIndex, *, limit: int | None = None) -> Iterator[Cluster]:
+def clusters(index: SimhashIndex | RedisIndex, *, limit: int | None = None) -> Iterator[Cluster]:
     """Each stored page that has duplicates, with them; the largest clusters first, streamed."""
+    if isinstance(index, RedisIndex):
+        yield from _redis_clusters(index, limit)
+        return
     dup = schema.duplicates
     doc = schema.documents
     size = func.count().label("size")
@@ -184,6 +222,17 @@ def clusters(index: SimhashIndex, *, limit: int | None = None) -> Iterator[Clust
             )
 
 
+def _redis_clusters(index: RedisIndex, limit: int | None) -> Iterator[Cluster]:
+    """Groups the whole log by stored page (as the SQL GROUP BY reads the whole table)."""
+    groups: dict[int, list[tuple[int, Duplicate]]] = {}
+    for order, (stored_id, duplicate) in enumerate(index.logged()):
+        groups.setdefault(stored_id, []).append((order, duplicate))
+    ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    for _, members in ranked[:limit]:
+        members.sort(key=lambda member: (member[1].distance, member[0]))
+        yield Cluster(members[0][1].duplicate_of, tuple(duplicate for _, duplicate in members))
+
+
 # -- dry runs ---------------------------------------------------------------------
 
 _COPIED = [c for c in schema.documents.c if c.name != "id"]
@@ -200,7 +249,7 @@ class DryRunIndex:
 
     def __init__(
         self,
-        source: SimhashIndex | None,
+        source: SimhashIndex | RedisIndex | None,
         *,
         scheme: str,
         max_distance: int = 3,
@@ -219,14 +268,18 @@ class DryRunIndex:
         return self._memory.check_and_add(key, signature)
 
     def _copy_neighbourhood(self, key: str, signature: Signature) -> None:
-        d = schema.documents.c
-        near = [d.key_hash == key_hash(key)]
-        if signature.text_hash is not None:
-            near.append(d.text_hash == to_signed(signature.text_hash))
-        if signature.simhash is not None:
-            near += [d[f"block{i}"] == value for i, value in enumerate(blocks(signature.simhash))]
-        with _reading(self._source) as conn:
-            rows = conn.execute(select(*_COPIED).where(or_(*near))).mappings().all()
+        if isinstance(self._source, RedisIndex):
+            near_pages = self._source.neighbourhood(key, signature)
+            rows = [SimhashIndex._document_row(page, stored) for page, stored in near_pages]
+        else:
+            d = schema.documents.c
+            near = [d.key_hash == key_hash(key)]
+            if signature.text_hash is not None:
+                near.append(d.text_hash == to_signed(signature.text_hash))
+            if signature.simhash is not None:
+                near += [d[f"block{i}"] == value for i, value in enumerate(blocks(signature.simhash))]
+            with _reading(self._source) as conn:
+                rows = conn.execute(select(*_COPIED).where(or_(*near))).mappings().all()
         fresh = [dict(row) for row in rows if row["key_hash"] not in self._present]
         if fresh:
             with self._memory.transaction() as conn:

@@ -1,4 +1,4 @@
-"""Shared fixtures: database URLs for every backend, on real servers."""
+"""Shared fixtures: index URLs for every backend (SQLite, PostgreSQL, Redis), on real servers."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 POSTGRES_ENV = "SIMHASH_TEST_POSTGRES_URL"
-REQUIRE_ENV = "SIMHASH_REQUIRE_POSTGRES"  # set by .ci/run: a skipped PostgreSQL test is a failure
+REQUIRE_ENV = "SIMHASH_REQUIRE_POSTGRES"  # set by .ci/run: a skipped PostgreSQL or Redis test is a failure
+REDIS_ENV = "SIMHASH_TEST_REDIS_URL"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 
 def _postgres_base() -> str:
@@ -53,19 +56,79 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'simhash.db'}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+def redis_server() -> redis.Redis:
+    """A client of the test Redis server; skips the test (fails under CI) when it is not usable."""
+    base = os.environ.get(REDIS_ENV, DEFAULT_REDIS)
+    client = redis.Redis.from_url(base, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        message = f"Redis at {base} is not usable ({exc}): start one, or set {REDIS_ENV}"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(message)
+        pytest.skip(message)
+    return client
+
+
+def redis_prefix_url(prefix: str) -> str:
+    base = os.environ.get(REDIS_ENV, DEFAULT_REDIS)
+    return f"{base}{'&' if '?' in base else '?'}prefix={prefix}"
+
+
+def delete_redis_keys(client: redis.Redis, prefix: str, *, keep: tuple[str, ...] = ()) -> None:
+    """Delete every key under a prefix (our test prefixes hold no glob characters), but `keep`."""
+    kept = {f"{prefix}{name}".encode() for name in keep}
+    doomed = [key for key in client.scan_iter(match=f"{prefix}*", count=1000) if key not in kept]
+    for start in range(0, len(doomed), 1000):
+        client.unlink(*doomed[start : start + 1000])
+
+
+def _fresh_redis_prefix() -> str:
+    return f"simhash-test-{uuid.uuid4().hex[:12]}:"
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """A Redis URL with a key prefix of its own; its keys are deleted afterwards."""
+    client = redis_server()
+    prefix = _fresh_redis_prefix()
+    try:
+        yield redis_prefix_url(prefix)
+    finally:
+        delete_redis_keys(client, prefix)
+        client.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 def db_url(request: pytest.FixtureRequest) -> str:
-    """Each test that takes it runs once on SQLite and once on PostgreSQL."""
+    """Each test that takes it runs once on SQLite, once on PostgreSQL and once on Redis."""
     return request.getfixturevalue(f"{request.param}_url")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str]]:
-    """A factory of fresh, empty databases on one backend per run: SQLite files, or
-    PostgreSQL schemas (each a URL whose search_path is its own schema, dropped afterwards)."""
+    """A factory of fresh, empty indexes on one backend per run: SQLite files, PostgreSQL
+    schemas (each a URL whose search_path is its own schema, dropped afterwards), or Redis
+    key prefixes (their keys deleted afterwards)."""
     if request.param == "sqlite":
         counter = itertools.count()
         yield lambda: f"sqlite:///{tmp_path / f'fresh{next(counter)}.db'}"
+        return
+    if request.param == "redis":
+        client = redis_server()
+        prefixes: list[str] = []
+
+        def fresh_prefix() -> str:
+            prefixes.append(_fresh_redis_prefix())
+            return redis_prefix_url(prefixes[-1])
+
+        try:
+            yield fresh_prefix
+        finally:
+            for prefix in prefixes:
+                delete_redis_keys(client, prefix)
+            client.close()
         return
     base = make_url(_postgres_base()).set(drivername="postgresql+psycopg")
     admin = create_engine(base, isolation_level="AUTOCOMMIT")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import queue
 import random
+import threading
 import traceback
 
-import pytest
 import xxhash
 
 from simhash_index import SimhashIndex, hamming
@@ -162,3 +162,27 @@ def test_concurrent_first_open(fresh_db_urls):
         with SimhashIndex(url, create=False) as index:
             assert len(index) == 0
             assert index.check_and_add("page", 1) is None
+
+
+def test_concurrent_first_open_many_times(fresh_db_urls):
+    # the same race, many more times: threads start closer together than processes, and
+    # SQLite locks its file between connections of one process as between processes
+    attempts = 200 if fresh_db_urls().startswith("sqlite") else 20
+    failures: list[str] = []
+
+    def open_it(url: str, barrier: threading.Barrier) -> None:
+        barrier.wait(timeout=TIMEOUT_S)
+        try:
+            SimhashIndex(url).close()
+        except Exception as exc:  # collected: an exception in a thread would be lost
+            failures.append(f"{type(exc).__name__}: {exc}")
+
+    for _ in range(attempts):
+        args = (fresh_db_urls(), threading.Barrier(PROCESSES))
+        threads = [threading.Thread(target=open_it, args=args) for _ in range(PROCESSES)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=TIMEOUT_S)
+        assert not any(thread.is_alive() for thread in threads)
+    assert not failures, f"{len(failures)} of {attempts * PROCESSES} opens failed; first: {failures[0]}"

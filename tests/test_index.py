@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
+import redis
+from conftest import delete_redis_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -22,6 +25,7 @@ from simhash_index import (
     SimhashIndex,
     hamming,
 )
+from simhash_index.redis_index import split_url
 from simhash_index.sketch import minhash
 
 TOP = 1 << 63
@@ -50,6 +54,32 @@ def execute(url: str, statement: str) -> None:
             conn.execute(text(statement))
     finally:
         engine.dispose()
+
+
+def redis_client(url: str) -> tuple[redis.Redis, str]:
+    """A client of a Redis test URL, and the URL's key prefix."""
+    connect_to, prefix = split_url(url)
+    return redis.Redis.from_url(connect_to), prefix
+
+
+def empty(url: str) -> None:
+    """Delete every stored page and logged duplicate; the index's metadata stays."""
+    if url.startswith("redis://"):
+        client, prefix = redis_client(url)
+        delete_redis_keys(client, prefix, keep=("meta",))
+        client.close()
+        return
+    execute(url, "DELETE FROM simhash_duplicates")
+    execute(url, "DELETE FROM simhash_documents")
+
+
+def set_schema_version(url: str, version: str) -> None:
+    if url.startswith("redis://"):
+        client, prefix = redis_client(url)
+        client.hset(f"{prefix}meta", "schema_version", version)
+        client.close()
+        return
+    execute(url, f"UPDATE simhash_meta SET value = '{version}' WHERE name = 'schema_version'")
 
 
 # -- storage and lookups --------------------------------------------------------------------
@@ -323,7 +353,7 @@ def test_scheme_of_another_fingerprinter(db_url):
 
 def test_schema_version_mismatch(db_url):
     SimhashIndex(db_url).close()
-    execute(db_url, "UPDATE simhash_meta SET value = '999' WHERE name = 'schema_version'")
+    set_schema_version(db_url, "999")
     with pytest.raises(SchemaVersionError, match="999"):
         SimhashIndex(db_url)
 
@@ -331,6 +361,12 @@ def test_schema_version_mismatch(db_url):
 def test_create_false_on_an_empty_database(db_url):
     with pytest.raises(IndexNotFoundError):
         SimhashIndex(db_url, create=False)
+    if db_url.startswith("sqlite"):  # looking did not leave an empty file behind
+        path = Path(make_url(db_url).database)
+        assert not path.exists()
+        execute(db_url, "CREATE TABLE unrelated (x INTEGER)")  # a database, but not ours
+        with pytest.raises(IndexNotFoundError):
+            SimhashIndex(db_url, create=False)
     SimhashIndex(db_url).close()
     with SimhashIndex(db_url, create=False) as index:
         assert len(index) == 0
@@ -388,7 +424,7 @@ def test_query_equals_brute_force(db_url):
         @given(planted())
         def check(case):
             query, stored = case
-            execute(db_url, "DELETE FROM simhash_documents")
+            empty(db_url)
             indexes[0].add_many((f"k{i}", v) for i, v in enumerate(stored))
             for max_distance, index in enumerate(indexes):
                 expected = {f"k{i}": hamming(v, query) for i, v in enumerate(stored) if hamming(v, query) <= max_distance}
@@ -463,8 +499,7 @@ def test_check_and_add_follows_the_model(db_url):
         @given(operations())
         def check(case):
             max_distance, ops = case
-            execute(db_url, "DELETE FROM simhash_duplicates")
-            execute(db_url, "DELETE FROM simhash_documents")
+            empty(db_url)
             index, model = indexes[max_distance], Model(max_distance)
             for key, sig in ops:
                 expected = model.check_and_add(key, sig)

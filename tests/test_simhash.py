@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 import xxhash
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from simhash_index.simhash import blocks, from_hex, hamming, simhash, to_hex, to_signed, to_unsigned

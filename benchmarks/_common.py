@@ -1,0 +1,76 @@
+"""What the speed benchmarks share: timing rounds, the machine line, and docs/benchmarks.md sections."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import resource
+import shlex
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "benchmarks.md"
+_TITLE = "# Benchmarks\n\nWritten by the scripts in `benchmarks/`; each keeps its own section up to date.\n"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine() -> str:
+    """One line on where a run happened: a shared machine's load explains its noise."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{cpu}, {os.cpu_count()} CPUs, load average {load}; Python {platform.python_version()}"
+
+
+def command() -> str:
+    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
+
+
+def stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+class Timer:
+    """Seconds of a `with` block."""
+
+    def __enter__(self) -> Timer:
+        self.began = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.seconds = time.perf_counter() - self.began
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table; it reads fine in a terminal too."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_section(name: str, body: str, path: Path = DOCS) -> None:
+    """Replace this benchmark's section of docs/benchmarks.md, keeping the others."""
+    start, end = f"<!-- {name}: start -->", f"<!-- {name}: end -->"
+    section = f"{start}\n{body.strip()}\n{end}\n"
+    text = path.read_text() if path.exists() else _TITLE
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
+    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

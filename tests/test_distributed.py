@@ -1,0 +1,105 @@
+"""A distributed crawl: two `scrapy crawl site` processes share one scrapy-redis scheduler
+(request queue and dupefilter in Redis) and deduplicate into one shared index."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import DEFAULT_REDIS, REDIS_ENV, delete_redis_keys, redis_server
+from sites import build_cluster_site, serve_slowly
+from test_reliability import assert_consistent, start_crawl
+
+from simhash_index import SimhashIndex
+
+CRAWLERS = 2
+CRAWL_LIMIT_S = 60  # each crawl; alone, one crawler needs about 8 s for this site
+
+
+def scrapy_redis_settings(server: str, keys: str) -> list[str]:
+    """Settings that make crawlers share one queue and one dupefilter, under `keys`."""
+    return [
+        "SCHEDULER=scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter",
+        f"REDIS_URL={server}",
+        f"SCHEDULER_QUEUE_KEY={keys}requests",
+        f"SCHEDULER_DUPEFILTER_KEY={keys}dupefilter",
+        # The keys are new to this test, so nothing needs flushing at start; and a crawler that
+        # flushed on start, or on close, would wipe the queue and dupefilter the other one is using.
+        "SCHEDULER_FLUSH_ON_START=False",
+        "SCHEDULER_PERSIST=True",
+        # A plain Spider on scrapy-redis's scheduler closes once the shared queue is empty and it
+        # has nothing in flight: what one crawler pushed stays queued until some crawler pops it.
+        "CONCURRENT_REQUESTS=2",
+    ]
+
+
+def stat(log: str, name: str) -> int:
+    found = re.search(rf"'{re.escape(name)}': (\d+)", log)
+    return int(found.group(1)) if found else 0
+
+
+def finish_within(processes: list[subprocess.Popen], logs: list[Path], seconds: float) -> list[str]:
+    """Each crawl's log, once all have ended cleanly within `seconds`."""
+    deadline = time.monotonic() + seconds
+    texts = []
+    for process, log in zip(processes, logs):
+        try:
+            _, stderr = process.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for running in processes:
+                running.kill()
+            pytest.fail(f"the crawls took more than {seconds} s")
+        assert process.returncode == 0, stderr[-2000:]
+        text = log.read_text()
+        assert "Traceback" not in text, text[text.index("Traceback") - 500 :][:3000]
+        assert "simhash/errors" not in text
+        assert "finish_reason': 'finished'" in text
+        texts.append(text)
+    return texts
+
+
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+def test_two_crawlers_share_a_scrapy_redis_scheduler(backend: str, request, tmp_path: Path) -> None:
+    server = redis_server()  # the scheduler's Redis: skips (fails under CI) without one
+    keys = f"simhash-test-{uuid.uuid4().hex[:12]}:"
+    root = tmp_path / "site"
+    info = build_cluster_site(root, clusters=12, members=4, indexes=1)
+    db_url = request.getfixturevalue(f"{backend}_url")
+    SimhashIndex(db_url).close()  # the index exists before the race (as in test_reliability)
+    settings = scrapy_redis_settings(os.environ.get(REDIS_ENV, DEFAULT_REDIS), keys)
+    try:
+        with serve_slowly(root, delay=0.3) as base:
+            start = f"{base}/{info['indexes'][0]}"  # the same start page: the dupefilter splits the work
+            logs = [tmp_path / f"crawler{i}.log" for i in range(CRAWLERS)]
+            processes = [start_crawl(start, db_url, log, *settings) for log in logs]
+            texts = finish_within(processes, logs, CRAWL_LIMIT_S)
+    finally:
+        delete_redis_keys(server, keys)
+        server.close()
+
+    pages = [f"{base}/{path}" for cluster in info["clusters"] for path in cluster]
+    handled = [stat(text, "item_scraped_count") + stat(text, "item_dropped_count") for text in texts]
+    # A start request is never filtered, so each crawler takes the start page once; every
+    # other page was taken by exactly one of them, and both took some.
+    assert sum(handled) == len(pages) + CRAWLERS, handled
+    assert all(count > 1 for count in handled), f"one crawler did all the work: {handled}"
+
+    with SimhashIndex(db_url, scheme=None) as index:
+        stored = {page for page in pages if index.get(page) is not None}
+        dropped = {d.key: d.duplicate_of for d in index.duplicates()}
+        assert len(index) == len(stored) + 1  # and the start page
+    assert stored | set(dropped) == set(pages), "a page was lost"
+    assert not stored & set(dropped)
+    for cluster in info["clusters"]:
+        urls = [f"{base}/{path}" for path in cluster]
+        kept = [url for url in urls if url in stored]
+        assert len(kept) == 1, (cluster, kept)
+        assert all(dropped[url] == kept[0] for url in urls if url != kept[0])
+    if backend == "postgres":
+        assert_consistent(db_url, base, info["clusters"], complete=True)

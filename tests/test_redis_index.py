@@ -1,0 +1,139 @@
+"""What only the Redis backend has: URLs and key prefixes, its key layout, and agreement with SQL.
+
+The shared index, CLI and crawl suites run on Redis too, through conftest's `db_url`.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import redis
+from click.testing import CliRunner
+from conftest import redis_prefix_url, redis_server
+
+from simhash_index import IndexNotFoundError, IndexUnavailableError, Signature, SimhashIndex, hamming
+from simhash_index.cli import cli
+from simhash_index.redis_index import RedisIndex, masked_url, split_url
+from simhash_index.sketch import minhash
+
+
+@pytest.fixture
+def client(redis_url: str) -> redis.Redis:
+    connect_to, _ = split_url(redis_url)
+    with redis.Redis.from_url(connect_to) as connection:
+        yield connection
+
+
+def test_a_redis_url_gives_a_redis_index(redis_url: str) -> None:
+    with SimhashIndex(redis_url) as index:
+        assert isinstance(index, RedisIndex)
+        assert index.url == redis_url and index.prefix == split_url(redis_url)[1]
+        assert repr(index).startswith("RedisIndex(")
+
+
+def test_prefixes_keep_indexes_apart(redis_url: str) -> None:
+    _, prefix = split_url(redis_url)
+    other = redis_prefix_url(prefix + "other:")
+    try:
+        with SimhashIndex(redis_url) as first, SimhashIndex(other, scheme="another scheme") as second:
+            assert first.check_and_add("page", 1) is None
+            assert second.check_and_add("copy", 1) is None  # not a duplicate: another index
+            assert (len(first), len(second)) == (1, 1)
+            assert second.duplicates() == [] and second.get("page") is None
+        url = redis_url.split("?")[0]
+        with RedisIndex(url, prefix=prefix, create=False) as same:  # the keyword is the URL's ?prefix=
+            assert same.get("page") is not None
+    finally:
+        client = redis_server()
+        for key in client.scan_iter(match=f"{prefix}other:*"):
+            client.delete(key)
+        client.close()
+
+
+def test_prefix_arguments() -> None:
+    assert split_url("redis://h:1/2")[1] == "simhash:"
+    assert split_url("redis://h:1/2?prefix=a:&db=3") == ("redis://h:1/2?db=3", "a:")
+    with pytest.raises(ValueError, match="two different key prefixes"):
+        split_url("redis://h/0?prefix=a:", "b:")
+    with pytest.raises(ValueError, match="non-empty"):
+        split_url("redis://h/0?prefix=")
+
+
+def test_create_false_finds_nothing_under_a_new_prefix(redis_url: str, client: redis.Redis) -> None:
+    with pytest.raises(IndexNotFoundError, match="prefix"):
+        SimhashIndex(redis_url, create=False)
+    assert client.keys(f"{split_url(redis_url)[1]}*") == []  # looking wrote nothing
+
+
+def test_the_documented_key_layout(redis_url: str, client: redis.Redis) -> None:
+    fp, text_hash = 0x0123456789ABCDEF, 0xFEDCBA9876543210
+    sketch = minhash({"a b c", "b c d"})
+    with SimhashIndex(redis_url) as index:
+        index.check_and_add("https://a/", Signature(fp, text_hash, sketch))
+        index.check_and_add("https://b/", fp ^ 1)
+        index.check_and_add("https://short/", Signature(fp ^ 0xF0F0, 7, exact_only=True))
+    p = split_url(redis_url)[1]
+    assert set(client.hgetall(f"{p}meta")) == {b"schema_version", b"scheme"}
+    assert client.hgetall(f"{p}ids") == {b"https://a/": b"1", b"https://short/": b"2"}
+    assert client.hgetall(f"{p}doc:1") | {b"stored_at": b""} == {
+        b"key": b"https://a/", b"fingerprint": b"0123456789abcdef", b"text_hash": b"fedcba9876543210",
+        b"sketch": sketch, b"stored_at": b"",
+    }
+    assert client.hget(f"{p}doc:2", "exact_only") == b"1"
+    for i, block in enumerate(("cdef", "89ab", "4567", "0123")):
+        assert client.zrange(f"{p}block:{i}:{block}", 0, -1, withscores=True) == [(b"0123456789abcdef:1", bin(fp).count("1"))]
+    assert client.zrange(f"{p}text:fedcba9876543210", 0, -1) == [b"1"]
+    assert client.keys(f"{p}block:*:*") and not client.keys(f"{p}block:*:{(fp ^ 0xF0F0) & 0xFFFF:04x}")  # short: no blocks
+    assert client.zrange(f"{p}dup_log", 0, -1) == [b"1"]
+    assert client.hgetall(f"{p}dup_ids") == {b"https://b/": b"1"}
+    entry = client.hgetall(f"{p}dup:1")
+    assert {k: entry[k] for k in (b"key", b"duplicate_of", b"duplicate_of_id", b"distance", b"exact")} == {
+        b"key": b"https://b/", b"duplicate_of": b"https://a/", b"duplicate_of_id": b"1", b"distance": b"1", b"exact": b"0",
+    }
+
+
+def shingles(rng: random.Random, base: list[str], keep: int, extra: int) -> set[str]:
+    return set(rng.sample(base, keep)) | {f"x{rng.getrandbits(40)}" for _ in range(extra)}
+
+
+def test_the_same_answers_as_sqlite(redis_url: str, sqlite_url: str) -> None:
+    # Pages near one another, sketches around the 0.88 threshold: Lua's Hamming distances and
+    # sketch estimates must decide as the SQL backend's Python does, to the last bit.
+    rng = random.Random(11)
+    base = [f"w{i} w{i + 1} w{i + 2}" for i in range(400)]
+    centres = [rng.getrandbits(64) for _ in range(3)]
+    operations = []
+    for n in range(300):
+        fp = centres[n % 3] ^ sum(1 << bit for bit in rng.sample(range(64), rng.randint(0, 4)))
+        sketch = minhash(shingles(rng, base, rng.randint(340, 400), rng.randint(0, 30))) if rng.random() < 0.8 else None
+        text_hash = rng.choice([None, None, None, 1, 2])
+        operations.append((f"k{rng.randrange(120)}", Signature(fp, text_hash, sketch, exact_only=text_hash == 1)))
+    with SimhashIndex(redis_url) as on_redis, SimhashIndex(sqlite_url) as on_sqlite:
+        for key, signature in operations:
+            assert on_redis.check_and_add(key, signature) == on_sqlite.check_and_add(key, signature), key
+        for centre in centres:
+            assert on_redis.query(centre) == on_sqlite.query(centre)
+        assert len(on_redis) == len(on_sqlite)
+        dropped = [(d.key, d.duplicate_of, d.distance, d.exact) for d in on_redis.duplicates()]
+        assert dropped == [(d.key, d.duplicate_of, d.distance, d.exact) for d in on_sqlite.duplicates()]
+        assert any(hamming(centres[0], m.fingerprint) for m in on_redis.query(centres[0]))
+
+
+def test_unreachable_server_hides_the_password() -> None:
+    with pytest.raises(IndexUnavailableError) as info:
+        SimhashIndex("redis://someone:s3cret@127.0.0.1:1/0")
+    assert "someone:***@127.0.0.1:1" in str(info.value) and "s3cret" not in str(info.value)
+    with pytest.raises(IndexUnavailableError, match="not a usable Redis URL"):
+        SimhashIndex("redis://:s3cret@127.0.0.1:notaport/0")
+    assert masked_url("rediss://:pw@h:1/0?prefix=a:") == "rediss://:***@h:1/0?prefix=a:"
+
+
+def test_the_command_line_on_redis(redis_url: str) -> None:
+    def run(*args: str):  # noqa: ANN202
+        return CliRunner().invoke(cli, list(args))
+
+    missing = run("stats", "--db", redis_url)
+    assert missing.exit_code == 2 and "holds no simhash index" in missing.stderr
+    down = run("duplicates", "--db", "redis://someone:s3cret@127.0.0.1:1/0")
+    assert down.exit_code == 2 and "is unavailable" in down.stderr and "s3cret" not in down.stderr
