@@ -6,6 +6,7 @@ import functools
 import http.server
 import random
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -144,6 +145,13 @@ def build_site(root: Path) -> dict:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    delay = 0.0  # seconds before each response, so a crawl can be interrupted mid-way
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        if self.delay:
+            time.sleep(self.delay)
+        super().do_GET()
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         pass
 
@@ -154,9 +162,9 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 @contextmanager
-def serve(root: Path) -> Iterator[str]:
-    """Serve root on 127.0.0.1 on a free port; yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(root))
+def serve(root: Path, delay: float = 0.0) -> Iterator[str]:
+    """Serve root on 127.0.0.1 on a free port, each response after `delay` s; yields the base URL."""
+    handler = functools.partial(type("Handler", (_QuietHandler,), {"delay": delay}), directory=str(root))
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -193,28 +201,3 @@ def build_cluster_site(root: Path, clusters: int = 12, members: int = 4, indexes
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
     return {"clusters": paths, "indexes": [f"index-{i}.html" for i in range(indexes)]}
-
-
-class _SlowHandler(_QuietHandler):
-    delay = 0.05
-
-    def do_GET(self) -> None:  # noqa: N802 - the base class's name
-        import time
-
-        time.sleep(self.delay)
-        super().do_GET()
-
-
-@contextmanager
-def serve_slowly(root: Path, delay: float = 0.05) -> Iterator[str]:
-    """Like serve(), with a delay before each response, so a crawl can be interrupted mid-way."""
-    handler = functools.partial(type("Slow", (_SlowHandler,), {"delay": delay}), directory=str(root))
-    server = _Server(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

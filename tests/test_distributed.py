@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEFAULT_REDIS, REDIS_ENV, delete_redis_keys, redis_server
-from sites import build_cluster_site, serve_slowly
+from sites import build_cluster_site, serve
 from test_reliability import assert_consistent, start_crawl
 
 from simhash_index import SimhashIndex
@@ -74,7 +74,7 @@ def test_two_crawlers_share_a_scrapy_redis_scheduler(backend: str, request, tmp_
     SimhashIndex(db_url).close()  # the index exists before the race (as in test_reliability)
     settings = scrapy_redis_settings(os.environ.get(REDIS_ENV, DEFAULT_REDIS), keys)
     try:
-        with serve_slowly(root, delay=0.3) as base:
+        with serve(root, delay=0.3) as base:
             start = f"{base}/{info['indexes'][0]}"  # the same start page: the dupefilter splits the work
             logs = [tmp_path / f"crawler{i}.log" for i in range(CRAWLERS)]
             processes = [start_crawl(start, db_url, log, *settings) for log in logs]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from crawling import CrawlResult
-from sites import build_cluster_site, serve_slowly
+from sites import build_cluster_site, serve
 from test_reliability import decided, start_crawl
 
 from conftest import REQUIRE_ENV
@@ -105,7 +105,7 @@ def test_database_lost_mid_crawl_stops_the_spider(cluster: Cluster, tmp_path: Pa
     root = tmp_path / "site"
     info = build_cluster_site(root, clusters=15, members=4, indexes=1)
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve_slowly(root, delay=0.1) as base:
+    with serve(root, delay=0.1) as base:
         crawl = start_crawl(f"{base}/{info['indexes'][0]}", cluster.url, log, "CONCURRENT_REQUESTS=2", feeds(feed))
         _wait_for_decisions(cluster.url, 8)
         cluster.stop()
@@ -124,7 +124,7 @@ def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, t
     root = tmp_path / "site"
     info = build_cluster_site(root, clusters=15, members=4, indexes=1)
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve_slowly(root, delay=0.1) as base:
+    with serve(root, delay=0.1) as base:
         crawl = start_crawl(
             f"{base}/{info['indexes'][0]}", cluster.url, log,
             "CONCURRENT_REQUESTS=2", "SIMHASH_ON_DB_ERROR=pass", feeds(feed),

@@ -5,14 +5,21 @@ The shared index, CLI and crawl suites run on Redis too, through conftest's `db_
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import redis
 from click.testing import CliRunner
-from conftest import redis_prefix_url, redis_server
+from conftest import REQUIRE_ENV, redis_prefix_url, redis_server
 
-from simhash_index import IndexNotFoundError, IndexUnavailableError, Signature, SimhashIndex, hamming
+from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, hamming
 from simhash_index.cli import cli
 from simhash_index.redis_index import RedisIndex, masked_url, split_url
 from simhash_index.sketch import minhash
@@ -137,3 +144,61 @@ def test_the_command_line_on_redis(redis_url: str) -> None:
     assert missing.exit_code == 2 and "holds no simhash index" in missing.stderr
     down = run("duplicates", "--db", "redis://someone:s3cret@127.0.0.1:1/0")
     assert down.exit_code == 2 and "is unavailable" in down.stderr and "s3cret" not in down.stderr
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[tuple[int, Callable[[], None], Callable[[], None]]]:
+    """A throwaway redis-server with a password on a port of its own; yields a function that restarts it."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        message = "needs the redis-server program"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(message)
+        pytest.skip(message)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+               "--dir", str(tmp_path), "--requirepass", PASSWORD]
+    process: list[subprocess.Popen] = []
+
+    def start() -> None:
+        process.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with redis.Redis(port=port, password=PASSWORD) as client:
+            for _ in range(100):
+                try:
+                    client.ping()
+                    return
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+        pytest.fail("the throwaway redis-server did not start")
+
+    def stop() -> None:
+        process[-1].terminate()
+        process[-1].wait(timeout=30)
+
+    start()
+    try:
+        yield port, start, stop
+    finally:
+        stop()
+
+
+PASSWORD = "s3cret-Zq9"
+
+
+def test_a_server_lost_and_back(own_server) -> None:  # noqa: ANN001
+    port, start, stop = own_server
+    with pytest.raises(IndexUnavailableError) as info:  # a wrong password is "unavailable" too
+        SimhashIndex(f"redis://:wrong-Xk2@127.0.0.1:{port}/0")
+    assert "wrong-Xk2" not in str(info.value)
+    with SimhashIndex(f"redis://:{PASSWORD}@127.0.0.1:{port}/0?prefix=lost:") as index:
+        assert index.check_and_add("a", 1) is None
+        stop()
+        with pytest.raises(IndexUnavailableError) as info:
+            index.check_and_add("b", 1)
+        message = str(info.value)
+        assert f"127.0.0.1:{port}" in message and PASSWORD not in message
+        start()  # without persistence the server comes back empty; the index reconnects by itself
+        assert index.check_and_add("b", 1) is None
+        assert index.check_and_add("c", 1) == Match("b", 1, 0)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from crawling import REPO
-from sites import build_cluster_site, serve, serve_slowly
+from sites import build_cluster_site, serve
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
@@ -103,7 +103,7 @@ def test_sigkill_mid_crawl_leaves_a_consistent_index(sqlite_url: str, tmp_path: 
     root = tmp_path / "site"
     info = build_cluster_site(root, clusters=15, members=4, indexes=1)
     jobdir = tmp_path / "job"
-    with serve_slowly(root, delay=0.1) as base:
+    with serve(root, delay=0.1) as base:
         start = f"{base}/{info['indexes'][0]}"
         crawl = start_crawl(start, sqlite_url, tmp_path / "killed.log", f"JOBDIR={jobdir}", "CONCURRENT_REQUESTS=4")
         deadline = time.monotonic() + 120
