@@ -78,6 +78,14 @@ def _sqlite_engine(url: URL) -> Engine:
         cursor = dbapi_connection.cursor()
         _switch_to_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # 64 MiB page cache (the default is 2 MiB): block-index inserts land on random pages,
+        # and with a million fingerprints stored a small cache rereads them for every row.
+        cursor.execute("PRAGMA cache_size=-65536")
+        # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the
+        # files, and with a commit per check_and_add those syncs took a fifth of its time.
+        # After a checkpoint the WAL file is cut back to 64 MiB.
+        cursor.execute("PRAGMA wal_autocheckpoint=10000")
+        cursor.execute("PRAGMA journal_size_limit=67108864")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

@@ -13,7 +13,7 @@ import xxhash
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from . import schema
 from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
@@ -221,14 +221,9 @@ class SimhashIndex:
 
     def _candidates(self, conn: Connection, fingerprint: int) -> list[tuple[int, int]]:
         """(id, distance) of stored pages within max_distance, nearest first."""
-        # Plain SQL and plain tuples: at ~4N/65536 rows a query, SQLAlchemy's statement
-        # and row machinery would cost more than SQLite's four index lookups.
-        result = conn.exec_driver_sql(_CANDIDATES[conn.dialect.paramstyle], blocks(fingerprint))
-        rows = result.cursor.fetchall()
-        result.close()
         limit = self.max_distance
         found = {}
-        for row_id, stored in rows:
+        for row_id, stored in _fetch(conn, _CANDIDATES[conn.dialect.paramstyle], blocks(fingerprint)):
             distance = ((stored ^ fingerprint) & _MASK64).bit_count()
             if distance <= limit:
                 found[row_id] = distance  # a page sharing several blocks comes once per block
@@ -243,9 +238,7 @@ class SimhashIndex:
             f"SELECT id, key, fingerprint, sketch FROM {schema.documents.name} "
             f"WHERE id IN ({', '.join([mark] * len(candidates))})"
         )
-        result = conn.exec_driver_sql(statement, tuple(row_id for row_id, _ in candidates))
-        rows = {row[0]: row[1:] for row in result.cursor.fetchall()}
-        result.close()
+        rows = {row[0]: row[1:] for row in _fetch(conn, statement, tuple(row_id for row_id, _ in candidates))}
         matches = []
         for row_id, distance in candidates:
             key, stored, stored_sketch = rows[row_id]
@@ -422,6 +415,24 @@ class _NoLock:
 
 
 _NO_LOCK = _NoLock()
+
+
+def _fetch(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
+    """Rows of plain SQL as plain tuples, from the DB-API cursor of the connection's transaction.
+
+    A query's statements cost more in SQLAlchemy's execution and row machinery than in
+    SQLite's index lookups. A driver error is still raised as SQLAlchemy's, as transaction()
+    expects; a lost PostgreSQL connection is replaced at the pool's next pre-ping.
+    """
+    dbapi = conn.dialect.loaded_dbapi
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(statement, parameters)
+        return cursor.fetchall()
+    except dbapi.Error as exc:
+        raise DBAPIError.instance(statement, parameters, exc, dbapi.Error, dialect=conn.dialect) from exc
+    finally:
+        cursor.close()
 
 
 def _first_line(error: object) -> str:

@@ -5,17 +5,20 @@
 
 local command, P = ARGV[1], ARGV[2]
 
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+local sub = string.sub
+
 local function popcount(x)  -- bits set in a 32-bit value (bit ops work modulo 2^32)
-  x = x - bit.band(bit.rshift(x, 1), 0x55555555)
-  x = bit.band(x, 0x33333333) + bit.band(bit.rshift(x, 2), 0x33333333)
-  x = bit.band(x + bit.rshift(x, 4), 0x0F0F0F0F)
-  x = x + bit.rshift(x, 8)
-  x = x + bit.rshift(x, 16)
-  return bit.band(x, 0x3F)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
 end
 
 local function halves(hex)
-  return tonumber(string.sub(hex, 1, 8), 16), tonumber(string.sub(hex, 9, 16), 16)
+  return tonumber(sub(hex, 1, 8), 16), tonumber(sub(hex, 9, 16), 16)
 end
 
 local function weight(hex)  -- the popcount of a fingerprint: the score in its block sets
@@ -26,7 +29,7 @@ end
 local function distance(a, b)
   local ah, al = halves(a)
   local bh, bl = halves(b)
-  return popcount(bit.bxor(ah, bh)) + popcount(bit.bxor(al, bl))
+  return popcount(bxor(ah, bh)) + popcount(bxor(al, bl))
 end
 
 local function similarity(a, b)  -- as simhash_index.sketch.similarity: agreeing slots, less chance
@@ -40,7 +43,7 @@ local function similarity(a, b)  -- as simhash_index.sketch.similarity: agreeing
 end
 
 local function block_key(fp, i)  -- block i holds bits 16i..16i+15: hex digits 13-4i to 16-4i
-  return P .. 'block:' .. i .. ':' .. string.sub(fp, 13 - 4 * i, 16 - 4 * i)
+  return P .. 'block:' .. i .. ':' .. sub(fp, 13 - 4 * i, 16 - 4 * i)
 end
 
 local function doc_key(id)
@@ -60,14 +63,17 @@ local function unindex(id)
   end
 end
 
--- Writes page `id` and enters it in its block sets (unless exact-only) and its text set.
-local function put(id, key, fp, th, sketch, exact_only, now)
+-- Writes page `id` (a new one, or one just unindexed) and enters it in its block sets
+-- (unless exact-only) and its text set.
+-- The sketch has a key of its own: in the hash, a 256-byte value would make Redis
+-- give up the hash's compact encoding (hash-max-listpack-value is 64), doubling its size.
+local function put(id, key, fp, th, sketch, exact_only, now, replacing)
   local doc = doc_key(id)
-  redis.call('DEL', doc)
+  if replacing then redis.call('DEL', doc, P .. 'sketch:' .. id) end
+  if sketch ~= '' then redis.call('SET', P .. 'sketch:' .. id, sketch) end
   local fields = {'key', key, 'stored_at', now}
   if fp ~= '' then table.insert(fields, 'fingerprint'); table.insert(fields, fp) end
   if th ~= '' then table.insert(fields, 'text_hash'); table.insert(fields, th) end
-  if sketch ~= '' then table.insert(fields, 'sketch'); table.insert(fields, sketch) end
   if fp ~= '' and exact_only == '1' then table.insert(fields, 'exact_only'); table.insert(fields, '1') end
   redis.call('HSET', doc, unpack(fields))
   if fp ~= '' and exact_only ~= '1' then
@@ -81,45 +87,6 @@ local function put(id, key, fp, th, sketch, exact_only, now)
   end
 end
 
--- Stores a page under its key, replacing the page stored with that key; returns its id.
-local function store(key, fp, th, sketch, exact_only, now)
-  local id = redis.call('HGET', P .. 'ids', key)
-  if id then
-    unindex(id)
-  else
-    id = redis.call('INCR', P .. 'next_id')
-    redis.call('HSET', P .. 'ids', key, id)
-  end
-  put(id, key, fp, th, sketch, exact_only, now)
-  return id
-end
-
--- {id, distance, fingerprint} of the pages within max_distance, nearest first, then oldest first.
--- A page within 3 bits shares a block; its popcount is within max_distance of the query's.
-local function near(fp, max_distance)
-  local w = weight(fp)
-  local seen, found = {}, {}
-  for i = 0, 3 do
-    local members = redis.call('ZRANGEBYSCORE', block_key(fp, i), w - max_distance, w + max_distance)
-    for _, member in ipairs(members) do
-      local id = string.sub(member, 18)
-      if not seen[id] then  -- a page sharing several blocks comes once per block
-        seen[id] = true
-        local stored = string.sub(member, 1, 16)
-        local d = distance(fp, stored)
-        if d <= max_distance then
-          table.insert(found, {tonumber(id), d, stored})
-        end
-      end
-    end
-  end
-  table.sort(found, function(a, b)
-    if a[2] ~= b[2] then return a[2] < b[2] end
-    return a[1] < b[1]
-  end)
-  return found
-end
-
 local function forget_duplicate(key)
   local did = redis.call('HGET', P .. 'dup_ids', key)
   if did then
@@ -127,6 +94,51 @@ local function forget_duplicate(key)
     redis.call('ZREM', P .. 'dup_log', did)
     redis.call('DEL', P .. 'dup:' .. did)
   end
+end
+
+-- Stores a page under its key, replacing the page stored with that key, and takes the key
+-- out of the duplicates log (a stored page is nobody's duplicate); returns its id.
+local function store(key, fp, th, sketch, exact_only, now)
+  forget_duplicate(key)
+  local id = redis.call('HGET', P .. 'ids', key)
+  local replacing = id and true
+  if replacing then
+    unindex(id)
+  else
+    id = redis.call('INCR', P .. 'next_id')
+    redis.call('HSET', P .. 'ids', key, id)
+  end
+  put(id, key, fp, th, sketch, exact_only, now, replacing)
+  return id
+end
+
+-- {id, distance, fingerprint} of the pages within max_distance, nearest first, then oldest first.
+-- A page within 3 bits shares a block; its popcount is within max_distance of the query's.
+local function near(fp, max_distance)
+  local high, low = halves(fp)
+  local w = popcount(high) + popcount(low)
+  local seen, found = {}, {}
+  for i = 0, 3 do
+    local members = redis.call('ZRANGEBYSCORE', block_key(fp, i), w - max_distance, w + max_distance)
+    for _, member in ipairs(members) do  -- "<16 hex digits>:<id>"
+      local d = popcount(bxor(high, tonumber(sub(member, 1, 8), 16)))
+        + popcount(bxor(low, tonumber(sub(member, 9, 16), 16)))
+      if d <= max_distance then
+        local id = tonumber(sub(member, 18))
+        if not seen[id] then  -- a page sharing several blocks comes once per block
+          seen[id] = true
+          table.insert(found, {id, d, sub(member, 1, 16)})
+        end
+      end
+    end
+  end
+  if #found > 1 then
+    table.sort(found, function(a, b)
+      if a[2] ~= b[2] then return a[2] < b[2] end
+      return a[1] < b[1]
+    end)
+  end
+  return found
 end
 
 -- Logs `key` as a duplicate; a key logged before keeps its place in the log.
@@ -156,7 +168,7 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
   for _, candidate in ipairs(near(fp, max_distance)) do
     local id, verified, accepted = candidate[1], '', true
     if sketch ~= '' then
-      local stored = redis.call('HGET', doc_key(id), 'sketch')
+      local stored = redis.call('GET', P .. 'sketch:' .. id)
       if stored and #stored == #sketch then
         verified = stored
         accepted = similarity(sketch, stored) >= min_similarity
@@ -170,30 +182,39 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
   return nil
 end
 
+if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
+  -- never carry on silently on an index that vanished (a server restarted without persistence)
+  return redis.error_reply('NOINDEX simhash_index: no index under this prefix any more')
+end
+
 if command == 'check' then
   -- key, fingerprint, text_hash, sketch, exact_only, max_distance, min_similarity, now
   local key, fp, th, sketch, exact_only = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
   local max_distance, min_similarity, now = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
   local id = redis.call('HGET', P .. 'ids', key)
-  if id then  -- never a duplicate of itself: follow its new content
-    local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash')
-    if (old[1] or '') ~= fp or (old[2] or '') ~= th then
+  if id then  -- never a duplicate of itself: follow its new content (and its new length)
+    local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
+    local was_near, is_near = old[1] and not old[3], fp ~= '' and exact_only ~= '1'
+    if (old[1] or '') ~= fp or (old[2] or '') ~= th or was_near ~= is_near then
       unindex(id)
-      put(id, key, fp, th, sketch, exact_only, now)
+      put(id, key, fp, th, sketch, exact_only, now, true)
     end
     return false
   end
   local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity)
   if not match then
-    forget_duplicate(key)
     store(key, fp, th, sketch, exact_only, now)
     return false
   end
   log_duplicate(key, match, now)
   return {match.key, match.fingerprint, match.distance, match.exact, match.sketch}
 elseif command == 'store' then
-  -- key, fingerprint, text_hash, sketch, exact_only, now
-  return store(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
+  -- now, then key, fingerprint, text_hash, sketch, exact_only of each page: stored in order
+  local now = ARGV[3]
+  for i = 4, #ARGV, 5 do
+    store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now)
+  end
+  return (#ARGV - 3) / 5
 elseif command == 'near' then
   -- fingerprint, max_distance: {key, fingerprint, distance} of each page near it
   local out = {}

@@ -5,8 +5,9 @@ share a server. With the prefix P:
 
 - `P meta` (hash): schema_version, scheme.
 - `P ids` (hash): page key -> page id; `P next_id`: the last id given.
-- `P doc:<id>` (hash): key, fingerprint and text_hash (16 hex digits each), sketch
-  (bytes), exact_only ("1" for short texts), stored_at (microseconds since the epoch, UTC).
+- `P doc:<id>` (hash): key, fingerprint and text_hash (16 hex digits each), exact_only
+  ("1" for short texts), stored_at (microseconds since the epoch, UTC).
+- `P sketch:<id>` (string): the page's MinHash sketch, when it has one.
 - `P block:<i>:<hhhh>` (sorted set): pages whose 16-bit block i (bits 16i..16i+15) is
   hhhh; members "<fingerprint>:<id>", scored by the fingerprint's popcount, so a lookup
   reads only the members within max_distance of the query's popcount.
@@ -36,9 +37,10 @@ from .sketch import similarity
 REDIS_SCHEMES = ("redis://", "rediss://")
 DEFAULT_PREFIX = "simhash:"
 STREAM_ROWS = 1000  # log entries read at a time
+PAGES_PER_CALL = 250  # pages stored by one script call in add_many: a few ms of the server each
 CONNECT_TIMEOUT_S = 10
 SOCKET_TIMEOUT_S = 60  # a stuck server fails a call rather than hang a crawler thread
-_SCRIPT = (Path(__file__).with_name("redis_index.lua")).read_text(encoding="utf-8")
+_SCRIPT = Path(__file__).with_name("redis_index.lua").read_text(encoding="utf-8")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -145,6 +147,13 @@ class RedisIndex:
             yield
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise IndexUnavailableError(f"redis {self._shown} is unavailable: {self._scrub(exc)}") from exc
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("NOINDEX"):
+                raise SimhashIndexError(f"redis {self._shown} failed: {self._scrub(exc)}") from exc
+            raise IndexNotFoundError(
+                f"redis {self._shown} holds no index under prefix {self.prefix!r} any more (restarted without "
+                "persistence, or flushed?): open it again to start a new one"
+            ) from exc
         except redis.RedisError as exc:
             raise SimhashIndexError(f"redis {self._shown} failed: {self._scrub(exc)}") from exc
 
@@ -236,8 +245,10 @@ class RedisIndex:
             pipe = self._client.pipeline(transaction=True)
             for page_id in sorted(ids):
                 pipe.hgetall(self._key(f"doc:{page_id}"))
-            docs = pipe.execute()
-        return [(_text(doc[b"key"]), _stored_signature(doc)) for doc in docs if doc]
+                pipe.get(self._key(f"sketch:{page_id}"))
+            found = pipe.execute()
+        pages = zip(found[::2], found[1::2])
+        return [(_text(doc[b"key"]), _stored_signature(doc, sketch)) for doc, sketch in pages if doc]
 
     # -- writes -------------------------------------------------------------------------
 
@@ -262,8 +273,9 @@ class RedisIndex:
         now = _micros(datetime.now(timezone.utc))
         with self._talking():
             pipe = self._client.pipeline(transaction=False)
-            for key, signature in batch:
-                self._run("store", *_page_args(key, signature), now, client=pipe)
+            for start in range(0, len(batch), PAGES_PER_CALL):
+                pages = [arg for key, signature in batch[start : start + PAGES_PER_CALL] for arg in _page_args(key, signature)]
+                self._run("store", now, *pages, client=pipe)
             pipe.execute()
         return len(batch)
 
@@ -310,11 +322,11 @@ def _page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, 
     )
 
 
-def _stored_signature(doc: dict[bytes, bytes]) -> Signature:
+def _stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature:
     fingerprint, text_hash = doc.get(b"fingerprint"), doc.get(b"text_hash")
     return Signature(
         int(fingerprint, 16) if fingerprint else None,
         int(text_hash, 16) if text_hash else None,
-        doc.get(b"sketch"),
+        sketch,
         exact_only=doc.get(b"exact_only") == b"1",
     )

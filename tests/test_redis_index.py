@@ -84,9 +84,9 @@ def test_the_documented_key_layout(redis_url: str, client: redis.Redis) -> None:
     assert set(client.hgetall(f"{p}meta")) == {b"schema_version", b"scheme"}
     assert client.hgetall(f"{p}ids") == {b"https://a/": b"1", b"https://short/": b"2"}
     assert client.hgetall(f"{p}doc:1") | {b"stored_at": b""} == {
-        b"key": b"https://a/", b"fingerprint": b"0123456789abcdef", b"text_hash": b"fedcba9876543210",
-        b"sketch": sketch, b"stored_at": b"",
+        b"key": b"https://a/", b"fingerprint": b"0123456789abcdef", b"text_hash": b"fedcba9876543210", b"stored_at": b"",
     }
+    assert client.get(f"{p}sketch:1") == sketch and client.get(f"{p}sketch:2") is None
     assert client.hget(f"{p}doc:2", "exact_only") == b"1"
     for i, block in enumerate(("cdef", "89ab", "4567", "0123")):
         assert client.zrange(f"{p}block:{i}:{block}", 0, -1, withscores=True) == [(b"0123456789abcdef:1", bin(fp).count("1"))]
@@ -98,6 +98,9 @@ def test_the_documented_key_layout(redis_url: str, client: redis.Redis) -> None:
     assert {k: entry[k] for k in (b"key", b"duplicate_of", b"duplicate_of_id", b"distance", b"exact")} == {
         b"key": b"https://b/", b"duplicate_of": b"https://a/", b"duplicate_of_id": b"1", b"distance": b"1", b"exact": b"0",
     }
+    with SimhashIndex(redis_url) as index:
+        index.add("https://a/", fp)  # replaced: without a sketch or a text hash now
+    assert client.get(f"{p}sketch:1") is None and client.zrange(f"{p}text:fedcba9876543210", 0, -1) == []
 
 
 def shingles(rng: random.Random, base: list[str], keep: int, extra: int) -> set[str]:
@@ -199,6 +202,9 @@ def test_a_server_lost_and_back(own_server) -> None:  # noqa: ANN001
             index.check_and_add("b", 1)
         message = str(info.value)
         assert f"127.0.0.1:{port}" in message and PASSWORD not in message
-        start()  # without persistence the server comes back empty; the index reconnects by itself
+        start()  # it reconnects by itself; but without persistence the server came back empty,
+        with pytest.raises(IndexNotFoundError, match="any more"):  # which it says rather than start over
+            index.check_and_add("b", 1)
+    with SimhashIndex(f"redis://:{PASSWORD}@127.0.0.1:{port}/0?prefix=lost:") as index:  # a new one
         assert index.check_and_add("b", 1) is None
         assert index.check_and_add("c", 1) == Match("b", 1, 0)
