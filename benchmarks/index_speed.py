@@ -39,6 +39,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from benchmarks._common import Timer, command, machine, median, peak_rss_mb, stamp, table, write_section  # noqa: E402
 from simhash_index import SimhashIndex  # noqa: E402
+from simhash_index.index import _CANDIDATES, _fetch, _probe_values  # noqa: E402 - to count rows read
 from simhash_index.redis_index import split_url  # noqa: E402
 from simhash_index.simhash import blocks  # noqa: E402
 
@@ -49,9 +50,6 @@ TARGET_LOAD_SQLITE = 50_000  # fingerprints/s
 TARGET_QUERY_RATIO = 3.0  # SQLite queries/s over the peer's
 TARGET_CHECKS_SQLITE = 2_000  # check_and_add/s
 DEFAULT_BATCH_SIZE = inspect.signature(SimhashIndex.add_many).parameters["batch_size"].default
-_COUNT_CANDIDATES = text(
-    "SELECT " + " + ".join(f"(SELECT count(*) FROM simhash_documents WHERE block{i} = :b{i})" for i in range(4))
-)
 
 
 def page_key(i: int) -> str:
@@ -147,9 +145,8 @@ def candidates_read(index: SimhashIndex, queries: list[int]) -> float:
             counts = pipe.execute()
         return sum(counts) / len(queries)
     with index.transaction(write=False) as conn:
-        counts = [
-            conn.execute(_COUNT_CANDIDATES, {f"b{i}": v for i, v in enumerate(blocks(q))}).scalar_one() for q in queries
-        ]
+        statement = _CANDIDATES[conn.dialect.paramstyle]
+        counts = [len(_fetch(conn, statement, _probe_values(q))) for q in queries]
     return sum(counts) / len(counts)
 
 

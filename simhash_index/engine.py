@@ -62,7 +62,9 @@ def is_memory(url: URL) -> bool:
 def open_engine(url: URL) -> Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
-    return create_engine(url, pool_pre_ping=True, isolation_level="READ COMMITTED")
+    # No pre-ping (a round trip per checkout): a connection lost with the server raises a
+    # disconnect error, which invalidates the pool, and the next checkout reconnects.
+    return create_engine(url, isolation_level="READ COMMITTED")
 
 
 def _sqlite_engine(url: URL) -> Engine:
@@ -92,8 +94,9 @@ def _sqlite_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
-        immediate = connection.get_execution_options().get(WRITE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if connection.get_execution_options().get(WRITE, False):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # reads stay in autocommit: each statement sees the committed state
 
     return engine
 

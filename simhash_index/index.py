@@ -170,16 +170,22 @@ class SimhashIndex:
         return (postgresql.insert if self._postgres else sqlite.insert)(table)
 
     @contextmanager
-    def transaction(self, *, write: bool = True) -> Iterator[Connection]:
+    def transaction(self, *, write: bool = True, single_statement: bool = False) -> Iterator[Connection]:
         """A connection in a transaction, for reports and tools that read the tables directly.
 
-        `write=True` takes SQLite's writer lock at the start. Connection failures become
-        IndexUnavailableError, other database errors SimhashIndexError, naming the DB.
+        `write=True` takes SQLite's writer lock at the start. SQLite reads run in
+        autocommit mode; `single_statement` reads do on PostgreSQL too, saving the BEGIN
+        and COMMIT round trips (not for server-side cursors, which need a transaction).
+        Connection failures become IndexUnavailableError, other database errors
+        SimhashIndexError, naming the DB.
         """
         lock = self._lock or _NO_LOCK
+        options: dict = {WRITE: write}
+        if single_statement and not write and self._postgres:
+            options["isolation_level"] = "AUTOCOMMIT"
         try:
             with lock, self._engine.connect() as conn:
-                conn = conn.execution_options(**{WRITE: write})
+                conn = conn.execution_options(**options)
                 with conn.begin():
                     yield conn
         except (OperationalError, InterfaceError) as exc:
@@ -190,13 +196,13 @@ class SimhashIndex:
     # -- reads --------------------------------------------------------------------
 
     def __len__(self) -> int:
-        with self.transaction(write=False) as conn:
+        with self.transaction(write=False, single_statement=True) as conn:
             return conn.execute(select(func.count()).select_from(schema.documents)).scalar_one()
 
     def query(self, fingerprint: int) -> list[Match]:
         """Every stored fingerprint within max_distance, nearest first."""
         to_signed(fingerprint)
-        with self.transaction(write=False) as conn:
+        with self.transaction(write=False, single_statement=True) as conn:
             return self._near(conn, fingerprint)
 
     def get(self, key: str) -> Match | None:
@@ -223,7 +229,7 @@ class SimhashIndex:
         """(id, distance) of stored pages within max_distance, nearest first."""
         limit = self.max_distance
         found = {}
-        for row_id, stored in _fetch(conn, _CANDIDATES[conn.dialect.paramstyle], blocks(fingerprint)):
+        for row_id, stored in _fetch(conn, _CANDIDATES[conn.dialect.paramstyle], _probe_values(fingerprint)):
             distance = ((stored ^ fingerprint) & _MASK64).bit_count()
             if distance <= limit:
                 found[row_id] = distance  # a page sharing several blocks comes once per block
@@ -241,6 +247,8 @@ class SimhashIndex:
         rows = {row[0]: row[1:] for row in _fetch(conn, statement, tuple(row_id for row_id, _ in candidates))}
         matches = []
         for row_id, distance in candidates:
+            if row_id not in rows:  # replaced between the two reads of an autocommit query
+                continue
             key, stored, stored_sketch = rows[row_id]
             score = None
             if sketch is not None and stored_sketch is not None and len(stored_sketch) == len(sketch):
@@ -298,6 +306,10 @@ class SimhashIndex:
             mark = _MARKS[conn.dialect.paramstyle]
             statement = _UPSERT.format(marks=", ".join([mark] * len(_UPSERT_COLUMNS)))
             conn.exec_driver_sql(statement, [(*row, stored_at) for row in rows])
+            if conn.execute(select(schema.duplicates.c.id).limit(1)).first() is not None:
+                # a stored page is no longer a logged duplicate
+                delete_logged = f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
+                conn.exec_driver_sql(delete_logged, [(row[1],) for row in rows])
         return len(rows)
 
     def check_and_add(
@@ -397,13 +409,30 @@ _UPSERT = (
     f"INSERT INTO simhash_documents ({', '.join(_UPSERT_COLUMNS)}) VALUES ({{marks}}) ON CONFLICT (key_hash) "
     f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _UPSERT_COLUMNS if c != 'key_hash')}"
 )
-# The four block lookups in one round trip; each reads only its (block, fingerprint) index.
+# The four block lookups in one round trip. Lookup i takes block i exactly and block i+1
+# within one bit. Complete for distance <= 3: if no exact block i had block i+1 within one
+# bit, each exact block would be followed by one with >= 2 flipped bits and every other
+# block would have >= 1, adding up to >= 4.
 _CANDIDATES = {
     style: " UNION ALL ".join(
-        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = {mark}" for i in range(4)
+        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = {mark} "
+        f"AND block{(i + 1) % 4} IN ({', '.join([mark] * 17)})"
+        for i in range(4)
     )
     for style, mark in _MARKS.items()
 }
+
+
+def _probe_values(fingerprint: int) -> tuple[int, ...]:
+    """Parameters of _CANDIDATES: per lookup, block i, then block i+1 and its 16 one-bit neighbours."""
+    values = blocks(fingerprint)
+    params: list[int] = []
+    for i in range(4):
+        following = values[(i + 1) % 4]
+        params.append(values[i])
+        params.append(following)
+        params.extend(following ^ (1 << bit) for bit in range(16))
+    return tuple(params)
 
 
 class _NoLock:
