@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import xxhash
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
@@ -261,15 +261,14 @@ class SimhashIndex:
     def _exact(self, conn: Connection, signature: Signature) -> Match | None:
         if signature.text_hash is None:
             return None
-        d = schema.documents.c
-        row = conn.execute(
-            select(d.key, d.fingerprint).where(d.text_hash == to_signed(signature.text_hash)).limit(1)
-        ).first()
-        if row is None:
+        statement = _SELECT_BY_TEXT.format(mark=_MARKS[conn.dialect.paramstyle])
+        rows = _fetch(conn, statement, (to_signed(signature.text_hash),))
+        if not rows:
             return None
-        stored = None if row.fingerprint is None else to_unsigned(row.fingerprint)
+        key, stored = rows[0]
+        stored = None if stored is None else to_unsigned(stored)
         both = stored is not None and signature.simhash is not None
-        return Match(row.key, stored, hamming(stored, signature.simhash) if both else 0, exact=True)
+        return Match(key, stored, hamming(stored, signature.simhash) if both else 0, exact=True)
 
     # -- writes -------------------------------------------------------------------
 
@@ -286,8 +285,7 @@ class SimhashIndex:
                 signed = to_signed(fingerprint)
                 batch.append((key, key_hash(key), signed, *blocks(fingerprint), None, None))
             else:
-                row = self._document_row(key, _signature(fingerprint, None, None))
-                batch.append(tuple(row[column] for column in _UPSERT_COLUMNS[:-1]))
+                batch.append(self._document_values(key, _signature(fingerprint, None, None)))
             if len(batch) >= batch_size:
                 count += self._upsert(batch)
                 batch = []
@@ -296,21 +294,24 @@ class SimhashIndex:
         return count
 
     def _upsert(self, rows: list[tuple]) -> int:
-        """Insert or replace rows (_UPSERT_COLUMNS but stored_at) in one transaction."""
+        """Insert or replace document rows in one transaction; a stored page is no longer a logged duplicate."""
         with self.transaction() as conn:
-            # Plain SQL and tuples straight to the driver's executemany: SQLAlchemy's
-            # per-row parameter processing cost more than SQLite's inserts.
-            stored_at = _now()
-            process = schema.documents.c.stored_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
-            stored_at = process(stored_at) if process else stored_at
-            mark = _MARKS[conn.dialect.paramstyle]
-            statement = _UPSERT.format(marks=", ".join([mark] * len(_UPSERT_COLUMNS)))
-            conn.exec_driver_sql(statement, [(*row, stored_at) for row in rows])
+            self._write_documents(conn, rows)
             if conn.execute(select(schema.duplicates.c.id).limit(1)).first() is not None:
-                # a stored page is no longer a logged duplicate
-                delete_logged = f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
-                conn.exec_driver_sql(delete_logged, [(row[1],) for row in rows])
+                statement = _DELETE_LOGGED.format(mark=_MARKS[conn.dialect.paramstyle])
+                conn.exec_driver_sql(statement, [(row[1],) for row in rows])
         return len(rows)
+
+    @staticmethod
+    def _write_documents(conn: Connection, rows: list[tuple]) -> None:
+        """Upsert rows of _UPSERT_COLUMNS but stored_at, straight to the driver's executemany:
+        SQLAlchemy's per-row parameter processing costs more than SQLite's inserts."""
+        stored_at = _now()
+        process = schema.documents.c.stored_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
+        stored_at = process(stored_at) if process else stored_at
+        mark = _MARKS[conn.dialect.paramstyle]
+        statement = _UPSERT.format(marks=", ".join([mark] * len(_UPSERT_COLUMNS)))
+        conn.exec_driver_sql(statement, [(*row, stored_at) for row in rows])
 
     def check_and_add(
         self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None
@@ -324,23 +325,23 @@ class SimhashIndex:
         signature = _signature(fingerprint, text_hash, sketch)
         own_hash = key_hash(key)
         with self.transaction() as conn:
+            # Plain SQL on the driver's cursor: this runs once per crawled page.
+            mark = _MARKS[conn.dialect.paramstyle]
             if self._postgres:
                 self._lock_neighbourhood(conn, signature, own_hash)
-            d = schema.documents.c
-            stored = conn.execute(
-                select(d.id, d.text_hash, d.fingerprint, d.block0).where(d.key_hash == own_hash)
-            ).first()
-            if stored is not None:
-                if (stored.text_hash, stored.fingerprint, stored.block0 is not None) != _stored_values(signature):
-                    conn.execute(update(schema.documents).where(d.id == stored.id).values(self._document_row(key, signature)))
+            stored = _fetch(conn, _SELECT_BY_KEY.format(mark=mark), (own_hash,))
+            if stored:
+                row_id, *values = stored[0]
+                if (values[0], values[1], values[2] is not None) != _stored_values(signature):
+                    self._write_documents(conn, [self._document_values(key, signature)])
                 return None
             match = self._exact(conn, signature)
             if match is None and signature.near_matchable:
                 near = self._near(conn, signature.simhash, signature.sketch)
                 match = near[0] if near else None
             if match is None:
-                conn.execute(delete(schema.duplicates).where(schema.duplicates.c.key_hash == own_hash))
-                conn.execute(insert(schema.documents).values(self._document_row(key, signature)))
+                conn.exec_driver_sql(_DELETE_LOGGED.format(mark=mark), (own_hash,))
+                self._write_documents(conn, [self._document_values(key, signature)])
                 return None
             self._log_duplicate(conn, key, own_hash, match)
             return match
@@ -373,6 +374,12 @@ class SimhashIndex:
             ),
             row,
         )
+
+    @classmethod
+    def _document_values(cls, key: str, signature: Signature) -> tuple:
+        """A document row as the tuple _write_documents takes."""
+        row = cls._document_row(key, signature)
+        return tuple(row[column] for column in _UPSERT_COLUMNS[:-1])
 
     @staticmethod
     def _document_row(key: str, signature: Signature) -> dict:
@@ -409,6 +416,9 @@ _UPSERT = (
     f"INSERT INTO simhash_documents ({', '.join(_UPSERT_COLUMNS)}) VALUES ({{marks}}) ON CONFLICT (key_hash) "
     f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _UPSERT_COLUMNS if c != 'key_hash')}"
 )
+_SELECT_BY_KEY = "SELECT id, text_hash, fingerprint, block0 FROM simhash_documents WHERE key_hash = {mark}"
+_SELECT_BY_TEXT = "SELECT key, fingerprint FROM simhash_documents WHERE text_hash = {mark} LIMIT 1"
+_DELETE_LOGGED = "DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
 # The four block lookups in one round trip. Lookup i takes block i exactly and block i+1
 # within one bit. Complete for distance <= 3: if no exact block i had block i+1 within one
 # bit, each exact block would be followed by one with >= 2 flipped bits and every other
