@@ -39,7 +39,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from benchmarks._common import Timer, command, machine, median, peak_rss_mb, stamp, table, write_section  # noqa: E402
 from simhash_index import SimhashIndex  # noqa: E402
-from simhash_index.index import _CANDIDATES, _fetch, _probe_values  # noqa: E402 - to count rows read
+from simhash_index.sql import CANDIDATES, fetch, probe_values  # noqa: E402 - to count rows read
 from simhash_index.redis_index import split_url  # noqa: E402
 from simhash_index.simhash import blocks  # noqa: E402
 
@@ -145,8 +145,8 @@ def candidates_read(index: SimhashIndex, queries: list[int]) -> float:
             counts = pipe.execute()
         return sum(counts) / len(queries)
     with index.transaction(write=False) as conn:
-        statement = _CANDIDATES[conn.dialect.paramstyle]
-        counts = [len(_fetch(conn, statement, _probe_values(q))) for q in queries]
+        statement = CANDIDATES[conn.dialect.paramstyle]
+        counts = [len(fetch(conn, statement, probe_values(q))) for q in queries]
     return sum(counts) / len(counts)
 
 
@@ -201,7 +201,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=2000, help="random queries per round (and a quarter as many planted)")
     parser.add_argument("--checks", type=int, default=2000, help="check_and_add calls per backend")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved query rounds")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="add_many's batch_size (its default: 10,000); "
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="add_many's batch_size; "
                         "another value writes a section of its own")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--no-peer", action="store_true", help=f"skip {PEER} (building it at 1M takes a while)")

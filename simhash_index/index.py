@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -13,9 +13,10 @@ import xxhash
 from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
-from . import schema
+from . import schema, sql
+from .bulk import InsertionSession
 from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
 from .errors import (
     IndexNotFoundError,
@@ -229,8 +230,8 @@ class SimhashIndex:
         """(id, distance) of stored pages within max_distance, nearest first."""
         limit = self.max_distance
         found = {}
-        for row_id, stored in _fetch(conn, _CANDIDATES[conn.dialect.paramstyle], _probe_values(fingerprint)):
-            distance = ((stored ^ fingerprint) & _MASK64).bit_count()
+        for row_id, stored in sql.fetch(conn, sql.CANDIDATES[conn.dialect.paramstyle], sql.probe_values(fingerprint)):
+            distance = ((stored ^ fingerprint) & sql.MASK64).bit_count()
             if distance <= limit:
                 found[row_id] = distance  # a page sharing several blocks comes once per block
         return sorted(found.items(), key=lambda item: (item[1], item[0]))
@@ -239,12 +240,12 @@ class SimhashIndex:
         candidates = self._candidates(conn, fingerprint)
         if not candidates:
             return []
-        mark = _MARKS[conn.dialect.paramstyle]
+        mark = sql.MARKS[conn.dialect.paramstyle]
         statement = (
             f"SELECT id, key, fingerprint, sketch FROM {schema.documents.name} "
             f"WHERE id IN ({', '.join([mark] * len(candidates))})"
         )
-        rows = {row[0]: row[1:] for row in _fetch(conn, statement, tuple(row_id for row_id, _ in candidates))}
+        rows = {row[0]: row[1:] for row in sql.fetch(conn, statement, tuple(row_id for row_id, _ in candidates))}
         matches = []
         for row_id, distance in candidates:
             if row_id not in rows:  # replaced between the two reads of an autocommit query
@@ -261,8 +262,8 @@ class SimhashIndex:
     def _exact(self, conn: Connection, signature: Signature) -> Match | None:
         if signature.text_hash is None:
             return None
-        statement = _SELECT_BY_TEXT.format(mark=_MARKS[conn.dialect.paramstyle])
-        rows = _fetch(conn, statement, (to_signed(signature.text_hash),))
+        statement = sql.SELECT_BY_TEXT.format(mark=sql.MARKS[conn.dialect.paramstyle])
+        rows = sql.fetch(conn, statement, (to_signed(signature.text_hash),))
         if not rows:
             return None
         key, stored = rows[0]
@@ -276,41 +277,37 @@ class SimhashIndex:
         """Store a page (replacing the stored one with this key), without checking."""
         self.add_many([(key, _signature(fingerprint, text_hash, sketch))])
 
-    def add_many(self, items: Iterable[tuple[str, Fingerprint]], *, batch_size: int = 10_000) -> int:
-        """Store many (key, fingerprint or Signature) pairs in batches; returns how many."""
-        count = 0
-        batch: list[tuple] = []
-        for key, fingerprint in items:
-            if type(fingerprint) is int:  # the bulk-load case: no Signature, no dict per row
-                signed = to_signed(fingerprint)
-                batch.append((key, key_hash(key), signed, *blocks(fingerprint), None, None))
-            else:
-                batch.append(self._document_values(key, _signature(fingerprint, None, None)))
-            if len(batch) >= batch_size:
-                count += self._upsert(batch)
-                batch = []
-        if batch:
-            count += self._upsert(batch)
-        return count
+    def add_many(self, items: Iterable[tuple[str, Fingerprint]], *, batch_size: int = 100_000) -> int:
+        """Store many (key, fingerprint or Signature) pairs without checks; returns how many."""
+        with self.insertion_session(batch_size=batch_size) as session:
+            for key, fingerprint in items:
+                session.add(key, fingerprint)
+        return session.stored
+
+    def insertion_session(
+        self, *, batch_size: int = 100_000, on_batch: Callable[[int], None] | None = None
+    ) -> InsertionSession:
+        """A context manager for bulk loads: `with index.insertion_session() as s: s.add(key, fp)`."""
+        return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
 
     def _upsert(self, rows: list[tuple]) -> int:
         """Insert or replace document rows in one transaction; a stored page is no longer a logged duplicate."""
         with self.transaction() as conn:
             self._write_documents(conn, rows)
             if conn.execute(select(schema.duplicates.c.id).limit(1)).first() is not None:
-                statement = _DELETE_LOGGED.format(mark=_MARKS[conn.dialect.paramstyle])
+                statement = sql.DELETE_LOGGED.format(mark=sql.MARKS[conn.dialect.paramstyle])
                 conn.exec_driver_sql(statement, [(row[1],) for row in rows])
         return len(rows)
 
     @staticmethod
     def _write_documents(conn: Connection, rows: list[tuple]) -> None:
-        """Upsert rows of _UPSERT_COLUMNS but stored_at, straight to the driver's executemany:
+        """Upsert rows of sql.UPSERT_COLUMNS but stored_at, straight to the driver's executemany:
         SQLAlchemy's per-row parameter processing costs more than SQLite's inserts."""
         stored_at = _now()
         process = schema.documents.c.stored_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
         stored_at = process(stored_at) if process else stored_at
-        mark = _MARKS[conn.dialect.paramstyle]
-        statement = _UPSERT.format(marks=", ".join([mark] * len(_UPSERT_COLUMNS)))
+        mark = sql.MARKS[conn.dialect.paramstyle]
+        statement = sql.UPSERT.format(marks=", ".join([mark] * len(sql.UPSERT_COLUMNS)))
         conn.exec_driver_sql(statement, [(*row, stored_at) for row in rows])
 
     def check_and_add(
@@ -326,10 +323,10 @@ class SimhashIndex:
         own_hash = key_hash(key)
         with self.transaction() as conn:
             # Plain SQL on the driver's cursor: this runs once per crawled page.
-            mark = _MARKS[conn.dialect.paramstyle]
+            mark = sql.MARKS[conn.dialect.paramstyle]
             if self._postgres:
                 self._lock_neighbourhood(conn, signature, own_hash)
-            stored = _fetch(conn, _SELECT_BY_KEY.format(mark=mark), (own_hash,))
+            stored = sql.fetch(conn, sql.SELECT_BY_KEY.format(mark=mark), (own_hash,))
             if stored:
                 row_id, *values = stored[0]
                 if (values[0], values[1], values[2] is not None) != _stored_values(signature):
@@ -340,7 +337,7 @@ class SimhashIndex:
                 near = self._near(conn, signature.simhash, signature.sketch)
                 match = near[0] if near else None
             if match is None:
-                conn.exec_driver_sql(_DELETE_LOGGED.format(mark=mark), (own_hash,))
+                conn.exec_driver_sql(sql.DELETE_LOGGED.format(mark=mark), (own_hash,))
                 self._write_documents(conn, [self._document_values(key, signature)])
                 return None
             self._log_duplicate(conn, key, own_hash, match)
@@ -376,10 +373,12 @@ class SimhashIndex:
         )
 
     @classmethod
-    def _document_values(cls, key: str, signature: Signature) -> tuple:
+    def _document_values(cls, key: str, fingerprint: Fingerprint) -> tuple:
         """A document row as the tuple _write_documents takes."""
-        row = cls._document_row(key, signature)
-        return tuple(row[column] for column in _UPSERT_COLUMNS[:-1])
+        if type(fingerprint) is int:  # the bulk-load case: no Signature, no dict per row
+            return (key, key_hash(key), to_signed(fingerprint), *blocks(fingerprint), None, None)
+        row = cls._document_row(key, _signature(fingerprint, None, None))
+        return tuple(row[column] for column in sql.UPSERT_COLUMNS[:-1])
 
     @staticmethod
     def _document_row(key: str, signature: Signature) -> dict:
@@ -407,44 +406,6 @@ class SimhashIndex:
         self.close()
 
 
-_MASK64 = (1 << 64) - 1
-_MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # positional placeholder by DB-API paramstyle
-_UPSERT_COLUMNS = (
-    "key", "key_hash", "fingerprint", "block0", "block1", "block2", "block3", "text_hash", "sketch", "stored_at"
-)
-_UPSERT = (
-    f"INSERT INTO simhash_documents ({', '.join(_UPSERT_COLUMNS)}) VALUES ({{marks}}) ON CONFLICT (key_hash) "
-    f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _UPSERT_COLUMNS if c != 'key_hash')}"
-)
-_SELECT_BY_KEY = "SELECT id, text_hash, fingerprint, block0 FROM simhash_documents WHERE key_hash = {mark}"
-_SELECT_BY_TEXT = "SELECT key, fingerprint FROM simhash_documents WHERE text_hash = {mark} LIMIT 1"
-_DELETE_LOGGED = "DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
-# The four block lookups in one round trip. Lookup i takes block i exactly and block i+1
-# within one bit. Complete for distance <= 3: if no exact block i had block i+1 within one
-# bit, each exact block would be followed by one with >= 2 flipped bits and every other
-# block would have >= 1, adding up to >= 4.
-_CANDIDATES = {
-    style: " UNION ALL ".join(
-        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = {mark} "
-        f"AND block{(i + 1) % 4} IN ({', '.join([mark] * 17)})"
-        for i in range(4)
-    )
-    for style, mark in _MARKS.items()
-}
-
-
-def _probe_values(fingerprint: int) -> tuple[int, ...]:
-    """Parameters of _CANDIDATES: per lookup, block i, then block i+1 and its 16 one-bit neighbours."""
-    values = blocks(fingerprint)
-    params: list[int] = []
-    for i in range(4):
-        following = values[(i + 1) % 4]
-        params.append(values[i])
-        params.append(following)
-        params.extend(following ^ (1 << bit) for bit in range(16))
-    return tuple(params)
-
-
 class _NoLock:
     def __enter__(self) -> None:
         return None
@@ -454,24 +415,6 @@ class _NoLock:
 
 
 _NO_LOCK = _NoLock()
-
-
-def _fetch(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
-    """Rows of plain SQL as plain tuples, from the DB-API cursor of the connection's transaction.
-
-    A query's statements cost more in SQLAlchemy's execution and row machinery than in
-    SQLite's index lookups. A driver error is still raised as SQLAlchemy's, as transaction()
-    expects; a lost PostgreSQL connection is replaced at the pool's next pre-ping.
-    """
-    dbapi = conn.dialect.loaded_dbapi
-    cursor = conn.connection.cursor()
-    try:
-        cursor.execute(statement, parameters)
-        return cursor.fetchall()
-    except dbapi.Error as exc:
-        raise DBAPIError.instance(statement, parameters, exc, dbapi.Error, dialect=conn.dialect) from exc
-    finally:
-        cursor.close()
 
 
 def _first_line(error: object) -> str:
