@@ -62,15 +62,34 @@ def words(text: str) -> list[str]:
     return tokens
 
 
+class _Segmentations(dict):
+    """Han run -> jieba's words for it, remembered: pages of one site repeat most of their
+    runs (navigation, footers, shared paragraphs), and jieba is the costliest step of a
+    fingerprint. Emptied when full; long runs, rarely repeated, are not kept."""
+
+    __slots__ = ()
+    size = 1 << 16
+    longest = 256
+
+    def __missing__(self, run: str) -> tuple[str, ...]:
+        words = tuple(_jieba_cut()(run, HMM=True))
+        if len(run) <= self.longest:
+            if len(self) >= self.size:
+                self.clear()
+            self[run] = words
+        return words
+
+
+_SEGMENTED = _Segmentations()
+
+
 def jieba_words(text: str) -> list[str]:
     """Words, with each run of Han characters segmented by jieba."""
-    cut = None
     tokens: list[str] = []
     for match in _TOKEN.finditer(text):
         run = match.group("han")
         if run:
-            cut = cut or _jieba_cut()
-            tokens.extend(cut(run, HMM=True))
+            tokens.extend(_SEGMENTED[run])
         else:
             tokens.append(match.group("word"))
     return tokens
