@@ -15,6 +15,8 @@ import functools
 import http.server
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,8 +51,8 @@ def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/index.html"
 
 
-def crawl(start: str, workdir: Path, name: str, settings: list[str]) -> tuple[Path, float, str]:
-    """One `scrapy crawl site` run; returns the feed, the wall time and the log."""
+def crawl(start: str, workdir: Path, name: str, settings: list[str]) -> tuple[Path, float, float]:
+    """One `scrapy crawl site` run; returns the feed, its wall time and its CPU time."""
     feed, log = workdir / f"{name}.jsonl", workdir / f"{name}.log"
     command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start}", "-O", str(feed),
                "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=INFO",
@@ -59,9 +61,15 @@ def crawl(start: str, workdir: Path, name: str, settings: list[str]) -> tuple[Pa
     for setting in settings:
         command += ["-s", setting]
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    cpu_before = _children_cpu()
     began = time.perf_counter()
     subprocess.run(command, cwd=REPO, env=env, check=True)
-    return feed, time.perf_counter() - began, log.read_text()
+    return feed, time.perf_counter() - began, _children_cpu() - cpu_before
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def score(eval_dir: Path, feed: Path) -> dict:
@@ -86,6 +94,7 @@ def main() -> None:
     parser.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
     parser.add_argument("--orders", default="dfs,bfs", help="crawl orders to score: dfs, bfs")
     parser.add_argument("--no-timing", action="store_true", help="score only; skip the three-way timing")
+    parser.add_argument("--rounds", type=int, default=3, help="timing rounds (the modes interleaved); medians reported")
     args = parser.parse_args()
     if not (args.eval / "site" / "index.html").exists():
         sys.exit(f"--eval {args.eval}: no site/index.html there; point it at the evaluation corpus")
@@ -100,12 +109,20 @@ def main() -> None:
                 print(f"{order}: crawled and scored in {seconds:.1f} s", flush=True)
             print("\n" + score_table(results) + "\n")
             if not args.no_timing:
-                times = {mode: crawl(start, workdir, f"time-{mode}", settings)[1] for mode, settings in MODES.items()}
-                overhead = times["dedup"] / times["extract-only"] - 1
-                print("| crawl | wall time (s) |\n|---|---|")
-                for mode, seconds in times.items():
-                    print(f"| {mode} | {seconds:.1f} |")
-                print(f"\ndedup over extraction-only: {overhead:+.1%} (target < +10%)")
+                wall: dict[str, list[float]] = {mode: [] for mode in MODES}
+                cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
+                for round_number in range(args.rounds):
+                    for mode, settings in MODES.items():
+                        _, seconds, cpu_seconds = crawl(start, workdir, f"time-{mode}-{round_number}", settings)
+                        wall[mode].append(seconds)
+                        cpu[mode].append(cpu_seconds)
+                        print(f"round {round_number + 1}: {mode} {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
+                print(f"\n| crawl | wall time (s), median of {args.rounds} | CPU time (s), median |\n|---|---|---|")
+                for mode in MODES:
+                    print(f"| {mode} | {statistics.median(wall[mode]):.1f} | {statistics.median(cpu[mode]):.1f} |")
+                for label, figures in (("wall", wall), ("CPU", cpu)):
+                    overhead = statistics.median(figures["dedup"]) / statistics.median(figures["extract-only"]) - 1
+                    print(f"\ndedup over extraction-only, {label} time: {overhead:+.1%} (target < +10% wall)")
     finally:
         server.shutdown()
 

@@ -216,11 +216,13 @@ def measure(cases: list[Case], args: argparse.Namespace, rng: random.Random) -> 
     sample = [rng.getrandbits(64) for _ in range(args.candidate_queries)]
     for case in cases:
         paired, plain = rows_read(case.index, sample)
+        fetched = [examined(case.index, q) for q in sample[: args.explain_queries]]
         planted_near = sum(1 for _ in range(args.check_rounds) for i in range(per_round) if i % 10 == 0)
         case.figures.update(
             random=1 / median(case.seconds["random"]), planted=1 / median(case.seconds["planted"]),
             checks=1 / median(case.seconds["checks"]), paired=sum(paired) / len(paired), plain=sum(plain) / len(plain),
             caught=caught[case.name, True] / planted_near, false_drops=caught[case.name, False],
+            fetched=-1.0 if None in fetched else sum(fetched) / len(fetched),
         )
 
 
@@ -273,9 +275,9 @@ def eval_skew(eval_dir: Path, batch_size: int) -> dict | None:
             "pair_bucket": max(pairs.values()), "read": read, "matches": [len(within(array, fp)) - 1 for fp in fps]}
 
 
-def skew_test(args: argparse.Namespace, workdir: Path) -> list[dict]:
-    """A synthetic worst case on SQLite: uniform pages plus a crowded block0 bucket and a crowded (block0, block1)
-    pair bucket; queries in each, with planted neighbours 1-3 bits away, checked against brute force."""
+def skew_data(args: argparse.Namespace) -> tuple[np.ndarray, list[tuple[str, list[int]]]]:
+    """Uniform fingerprints plus a crowded block0 bucket and a crowded (block0, block1) bucket, and queries in each
+    with 9 planted neighbours 1-3 bits away: (every stored fingerprint, [(label, queries)])."""
     rng = random.Random(args.seed + 7)
     generator = np.random.PCG64(args.seed + 7)
     bucket, pair = 0x5EED, 0xBEEF | 0x0FAB << 16  # a block0 value; a (block0, block1) pair
@@ -288,22 +290,27 @@ def skew_test(args: argparse.Namespace, workdir: Path) -> list[dict]:
              (f"in a {args.pair_bucket:,}-page (block0, block1) bucket", pair, 0xFFFFFFFF, 5)]
     queries, planted = [], []
     for label, value, mask, count in kinds:
-        for _ in range(count):
-            q = (rng.getrandbits(64) & ~mask) | value
-            queries.append((label, q))
+        mine = [(rng.getrandbits(64) & ~mask) | value for _ in range(count)]
+        queries.append((label, mine))
+        for q in mine:
             for distance in (1, 2, 3):  # flips outside block0 (stays in the bucket), anywhere, and one inside it
                 planted.append(flip_bits(q, rng.sample(range(16, 64), distance)))
                 planted.append(flip_bits(q, rng.sample(range(64), distance)))
                 planted.append(flip_bits(q, [rng.randrange(16), *rng.sample(range(16, 64), distance - 1)]))
-    groups.append(np.array(planted, dtype=np.uint64))
-    everything = np.concatenate(groups)
+    return np.concatenate([*groups, np.array(planted, dtype=np.uint64)]), queries
+
+
+def skew_test(backend: str, url: str, everything: np.ndarray, queries: list[tuple[str, list[int]]], batch_size: int) -> list[dict]:
+    """Rows read, time and completeness (against brute force) of queries in the crowded buckets."""
     key = "https://example.com/skew/{}.html".format
     results = []
-    with SimhashIndex(f"sqlite:///{workdir / 'skew.db'}") as index:
-        seconds = bulk_load(index, "skew", ((key(i), fp) for i, fp in enumerate(everything.tolist())), len(everything), args.batch_size)
-        print(f"skew: {len(everything):,} pages loaded in {seconds:.1f} s", flush=True)
-        for label, *_ in kinds:
-            mine = [q for kind, q in queries if kind == label]
+    with SimhashIndex(url) as index:
+        seconds = bulk_load(index, f"skew, {backend}", ((key(i), fp) for i, fp in enumerate(everything.tolist())),
+                            len(everything), batch_size)
+        if backend == "postgres":
+            vacuum(url)
+        print(f"skew, {backend}: {len(everything):,} pages loaded in {seconds:.1f} s", flush=True)
+        for label, mine in queries:
             read = lookups(index, mine)
             complete, truths, times = 0, [], {"paired": [], "plain": []}
             for q in mine:
@@ -316,9 +323,33 @@ def skew_test(args: argparse.Namespace, workdir: Path) -> list[dict]:
                 times["plain"].append(plain.seconds)
                 truths.append(len(truth))
                 complete += found == truth and len(truth) >= 9 and plain_found == len(truth)
-            results.append({"label": label, "queries": len(mine), "read": read, "matches": truths, "complete": complete,
+            results.append({"label": f"{backend}: {len(mine)} queries {label}", "queries": len(mine), "read": read,
+                            "matches": truths, "complete": complete, "examined": [examined(index, q) for q in mine],
                             "ms_paired": 1000 * median(times["paired"]), "ms_plain": 1000 * median(times["plain"])})
     return results
+
+
+def examined(index: SimhashIndex, q: int) -> int | None:
+    """Table rows the database fetched for the paired lookup, filtered-out ones included (None: not known).
+
+    SQLite's plan takes both columns of each pair index as index conditions, so it fetches just the rows it
+    returns; PostgreSQL's planner may take only block i and filter block i+1 on the table rows.
+    """
+    with index.transaction(write=False) as conn:
+        if conn.dialect.name == "sqlite":
+            plan = [row[-1] for row in fetch(conn, "EXPLAIN QUERY PLAN " + CANDIDATES["qmark"], probe_values(q))]
+            searches = [line for line in plan if line.startswith("SEARCH")]
+            exact = len(searches) == 4 and all(" AND " in line for line in searches)
+            return len(fetch(conn, CANDIDATES["qmark"], probe_values(q))) if exact else None
+        plan = fetch(conn, "EXPLAIN (ANALYZE, FORMAT JSON) " + CANDIDATES[conn.dialect.paramstyle], probe_values(q))[0][0]
+    nodes, total = [plan[0]["Plan"]], 0
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node.get("Plans", []))
+        if node["Node Type"] in ("Seq Scan", "Index Scan", "Bitmap Heap Scan"):
+            total += node["Actual Rows"] * node["Actual Loops"] + node.get("Rows Removed by Filter", 0)
+            total += node.get("Rows Removed by Index Recheck", 0)
+    return total
 
 
 def flip_bits(value: int, positions: list[int]) -> int:
@@ -375,10 +406,12 @@ def results_table(cases: list[Case]) -> str:
         vacuum = f" + {loaded['vacuum']:.1f} s vacuum" if c.backend == "postgres" else ""
         rows.append([c.backend, f"{c.n:,}", f"{c.n / loaded['seconds']:,.0f} ({loaded['seconds']:.1f} s{vacuum})",
                      f"{f['random']:,.0f}", f"{f['planted']:,.0f}", f"{f['checks']:,.0f}",
-                     f"{f['paired']:.4g} ({paired_theory(c.n):.3g})", f"{f['plain']:.1f} ({plain_theory(c.n):.1f})",
+                     f"{f['paired']:.4g} ({paired_theory(c.n):.3g})", "-" if f["fetched"] < 0 else f"{f['fetched']:.3g}",
+                     f"{f['plain']:.1f} ({plain_theory(c.n):.1f})",
                      f"{loaded['disk'] / c.n:.0f}", f"{loaded['rss']:.0f}"])
     return table(["backend", "N", "bulk load/s", "queries/s random", "queries/s planted", "check_and_add/s",
-                  "rows read/query, paired (theory 68N/2^32)", "single-block lookup would read (4N/65536)",
+                  "rows read/query, paired (theory 68N/2^32)", "table rows the database fetched for them",
+                  "single-block lookup would read (4N/65536)",
                   "bytes on disk/page", "peak RSS MB (load)"], rows)
 
 
@@ -429,12 +462,16 @@ def eval_lines(result: dict | None, eval_dir: Path) -> str:
 
 
 def skew_table(results: list[dict]) -> str:
-    header = ["per query"] + [f"{r['queries']} queries {r['label']}" for r in results]
-    columns = [read_rows(r["read"], r["matches"]) for r in results]
-    rows = [[cells[0][0], *(c[i][1] for c in columns)] for i, cells in enumerate(zip(*columns))]
-    rows.append(["ms per query: `query()` / single-block lookup", *(f"{r['ms_paired']:.2f} / {r['ms_plain']:.2f}" for r in results)])
-    rows.append(["every true match found (vs brute force)", *(f"{r['complete']}/{r['queries']}" for r in results)])
-    return table(header, rows)
+    """One row per (backend, bucket); cells are mean / max per query."""
+    rows = []
+    for r in results:
+        (paired, paired_far), (plain, plain_far) = ([[c[k] for c in r["read"][d]] for k in (0, 1)] for d in ("paired", "plain"))
+        rows.append([r["label"], spread(paired), spread(paired_far), "-" if None in r["examined"] else spread(r["examined"]),
+                     spread(plain), spread(plain_far), spread(r["matches"]), f"{r['ms_paired']:.2f} / {r['ms_plain']:.2f}",
+                     f"{r['complete']}/{r['queries']}"])
+    return table(["queries", "rows read, paired", "of them > 3 bits away", "table rows the database fetched (paired)",
+                  "rows read, single-block", "of them > 3 bits away", "true matches", "ms/query: query() / single-block",
+                  "all true matches found"], rows)
 
 
 def plot(cases: list[Case], path: Path) -> None:
@@ -443,38 +480,62 @@ def plot(cases: list[Case], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("queries/s (solid: random, dashed: planted)", lambda c: c.figures["random"], lambda c: c.figures["planted"]),
-              ("check_and_add/s (a commit each)", lambda c: c.figures["checks"], None),
-              ("rows read per random query", lambda c: c.figures["paired"], lambda c: c.figures["plain"]),
-              ("bytes on disk per page", lambda c: c.loaded["disk"] / c.n, None),
-              ("bulk load, fingerprints/s", lambda c: c.n / c.loaded["seconds"], None),
-              ("peak RSS of the loading process, MB", lambda c: c.loaded["rss"], None)]
+    panels = [("queries/s (solid: random, dashed: planted)", [("random", "-o"), ("planted", "--s")]),
+              ("check_and_add/s (a commit each)", [("checks", "-o")]),
+              ("rows per random query: returned (solid),\nsingle-block (dashed), fetched by the DB (dotted)",
+               [("paired", "-o"), ("plain", "--s"), ("fetched", ":^")]),
+              ("bytes on disk per page", [("bytes", "-o")]),
+              ("bulk load, fingerprints/s", [("load", "-o")]),
+              ("peak RSS of the loading process, MB", [("rss", "-o")])]
+    derived = {"bytes": lambda c: c.loaded["disk"] / c.n, "load": lambda c: c.n / c.loaded["seconds"], "rss": lambda c: c.loaded["rss"]}
     colors = {"sqlite": "tab:blue", "postgres": "tab:orange"}
     figure, axes = plt.subplots(2, 3, figsize=(15, 8.5))
-    for axis, (title, solid, dashed) in zip(axes.flat, panels):
+    for axis, (title, lines) in zip(axes.flat, panels):
         for backend, color in colors.items():
             mine = sorted((c for c in cases if c.backend == backend), key=lambda c: c.n)
-            for getter, style, label in ((solid, "-o", backend), (dashed, "--s", None)):
-                if getter is None or not mine:
-                    continue
-                points = [(c.n, getter(c)) for c in mine if getter(c) > 0]  # log scale: a query that read nothing has no point
+            label = backend
+            for figure_name, style in lines:
+                get = derived.get(figure_name) or (lambda c, name=figure_name: c.figures[name])
+                points = [(c.n, get(c)) for c in mine if get(c) > 0]  # log scale: nothing read has no point
                 if points:
                     axis.plot(*zip(*points), style, color=color, label=label)
-        if title.startswith("rows read"):
+                    label = None
+        if title.startswith("rows per"):
             sizes = np.array(sorted({c.n for c in cases}), dtype=float)
-            axis.plot(sizes, paired_theory(sizes), ":", color="black", label="paired lookup: 68N/2^32 (solid)")
-            axis.plot(sizes, plain_theory(sizes), "-.", color="gray", label="single-block lookup: 4N/65536 (dashed)")
+            axis.plot(sizes, paired_theory(sizes), "-", color="black", linewidth=0.8, label="theory, paired: 68N/2^32")
+            axis.plot(sizes, plain_theory(sizes), "-.", color="gray", label="theory, single-block: 4N/65536")
         if title.startswith("bytes"):
             axis.axhline(TARGET_BYTES, color="red", linestyle=":", label=f"target {TARGET_BYTES} (SQLite, 10M)")
         if title.startswith("bulk"):
             axis.axhline(TARGET_LOAD, color="red", linestyle=":", label=f"target {TARGET_LOAD:,}/s (SQLite)")
         axis.set(xscale="log", yscale="log", title=title, xlabel="stored pages N")
+        for ax in (axis.xaxis, axis.yaxis):
+            ax.set_major_formatter(_Compact())
+            ax.set_minor_formatter(_Compact(labelOnlyBase=False))
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
     figure.suptitle("simhash_index at scale: SQLite and PostgreSQL, random 64-bit fingerprints")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def _compact(value: float) -> str:
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _Compact(labelOnlyBase: bool = True):  # noqa: ANN202, N802, N803 - a matplotlib formatter, imported lazily
+    """Log-axis tick labels where matplotlib would put them, as 20k rather than 2x10^4."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class Compact(LogFormatterSciNotation):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return _compact(x) if super().__call__(x, pos) else ""
+
+    return Compact(labelOnlyBase=labelOnlyBase)
 
 
 def parse_args() -> argparse.Namespace:
@@ -489,6 +550,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--checks", type=int, default=1000, help="check_and_add calls per index")
     parser.add_argument("--check-rounds", type=int, default=4, help="interleaved rounds the checks are split into")
     parser.add_argument("--candidate-queries", type=int, default=5000, help="random queries whose rows read are counted")
+    parser.add_argument("--explain-queries", type=int, default=200, help="random queries whose table rows fetched are counted")
     parser.add_argument("--batch-size", type=int, default=100_000, help="insertion_session batch_size")
     parser.add_argument("--eval-dir", type=Path, default=REPO.parent / "shared" / "eval", help="the eval corpus (skipped if absent)")
     parser.add_argument("--skew-n", type=int, default=1_000_000, help="uniform pages in the synthetic skew test")
@@ -505,7 +567,7 @@ def parse_args() -> argparse.Namespace:
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not args.backends or set(args.backends) - {"sqlite", "postgres"}:
         parser.error(f"--backends takes sqlite and/or postgres; got {','.join(args.backends)!r}")
-    if not args.sizes or min(args.sizes) < 1 or min(args.queries, args.rounds, args.checks, args.check_rounds, args.candidate_queries) < 1:
+    if not args.sizes or min(args.sizes) < 1 or min(args.queries, args.rounds, args.checks, args.check_rounds, args.candidate_queries, args.explain_queries) < 1:
         parser.error("--n, --queries, --rounds, --checks, --check-rounds and --candidate-queries must be positive")
     return args
 
@@ -535,7 +597,12 @@ def main() -> None:
         evaluated = eval_skew(args.eval_dir, args.batch_size)
         if evaluated is None:
             print(f"eval corpus: skipped, {args.eval_dir / 'extracted_text.jsonl.gz'} not found", flush=True)
-        skew = [] if args.no_skew else skew_test(args, workdir)
+        skew = []
+        if not args.no_skew:
+            everything, queries = skew_data(args)
+            for backend in args.backends:
+                url = f"sqlite:///{workdir / 'skew.db'}" if backend == "sqlite" else stack.enter_context(postgres_schema(args.postgres_url))
+                skew += skew_test(backend, url, everything, queries, args.batch_size)
     load_after = machine()
     result, lines = results_table(cases), verdicts(cases)
     print("\n" + result + "\n\n" + "\n".join(lines) + "\n\n" + storage_table(cases) + "\n\n" + eval_lines(evaluated, args.eval_dir))
@@ -553,9 +620,13 @@ def write_doc(args: argparse.Namespace, cases: list[Case], result: str, lines: l
     began, load_before, load_after = when
     skew_part = "Skipped (--no-skew)." if not skew else (
         f"{args.skew_n:,} uniform pages, plus {args.skew_bucket:,} pages sharing one block0 value (random elsewhere), plus "
-        f"{args.pair_bucket:,} sharing one (block0, block1) pair, on SQLite. Each query lies in its bucket and has 9 planted "
-        "neighbours, 1 to 3 bits away (flips outside block0, anywhere, and one inside block0, which leaves the bucket). "
-        "The answer of `query()` is compared with a brute-force scan of every stored fingerprint.\n\n" + skew_table(skew))
+        f"{args.pair_bucket:,} sharing one (block0, block1) pair, loaded into each backend (PostgreSQL: then VACUUM ANALYZE). "
+        "Each query lies in its bucket and has 9 planted neighbours 1 to 3 bits away (flips outside block0, anywhere, and "
+        "one inside block0, which leaves the bucket); `query()`'s answer is compared with a brute-force scan of every stored "
+        "fingerprint, and so is the single-block lookup's. Cells are mean / max per query; a row counts once per lookup "
+        "that returns it. Table rows fetched: SQLite's plan (EXPLAIN QUERY PLAN) takes both columns of each pair index as "
+        "index conditions, so it fetches what it returns; PostgreSQL's from EXPLAIN ANALYZE, rows its filters "
+        "dropped included.\n\n" + skew_table(skew))
     text = f"""# Scale
 
 Written by `benchmarks/scale.py`: `{command()}`, {began}.
