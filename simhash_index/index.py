@@ -57,6 +57,17 @@ class Duplicate:
     seen_at: datetime
 
 
+def check_policy(max_distance: int, min_similarity: float) -> None:
+    """Refuse a max_distance or min_similarity no index backend supports."""
+    if not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SUPPORTED_DISTANCE:
+        raise ValueError(
+            f"max_distance must be an integer from 0 to {MAX_SUPPORTED_DISTANCE} "
+            f"(four 16-bit blocks find every match within 3 bits); got {max_distance!r}"
+        )
+    if not 0.0 <= min_similarity <= 1.0:
+        raise ValueError(f"min_similarity must be between 0 and 1; got {min_similarity!r}")
+
+
 def key_hash(key: str) -> int:
     """Signed 64-bit hash of a key: the unique column (URLs can be too long to index)."""
     return to_signed(xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass")))
@@ -111,13 +122,7 @@ class SimhashIndex:
         scheme: str | None = DEFAULT.scheme,
         create: bool = True,
     ) -> None:
-        if not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SUPPORTED_DISTANCE:
-            raise ValueError(
-                f"max_distance must be an integer from 0 to {MAX_SUPPORTED_DISTANCE} "
-                f"(four 16-bit blocks find every match within 3 bits); got {max_distance!r}"
-            )
-        if not 0.0 <= min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be between 0 and 1; got {min_similarity!r}")
+        check_policy(max_distance, min_similarity)
         self.url = parse_url(url)
         self.max_distance = max_distance
         self.min_similarity = min_similarity

@@ -29,7 +29,7 @@ import redis
 
 from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SchemeMismatchError, SimhashIndexError
 from .fingerprint import DEFAULT, Signature
-from .index import DEFAULT_MIN_SIMILARITY, MAX_SUPPORTED_DISTANCE, Duplicate, Fingerprint, Match, _signature
+from .index import DEFAULT_MIN_SIMILARITY, Duplicate, Fingerprint, Match, _signature, check_policy
 from .schema import SCHEMA_VERSION
 from .simhash import blocks, to_signed
 from .sketch import similarity
@@ -104,13 +104,7 @@ class RedisIndex:
         create: bool = True,
         prefix: str | None = None,
     ) -> None:
-        if not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SUPPORTED_DISTANCE:
-            raise ValueError(
-                f"max_distance must be an integer from 0 to {MAX_SUPPORTED_DISTANCE} "
-                f"(four 16-bit blocks find every match within 3 bits); got {max_distance!r}"
-            )
-        if not 0.0 <= min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be between 0 and 1; got {min_similarity!r}")
+        check_policy(max_distance, min_similarity)
         connect_to, self.prefix = split_url(url, prefix)
         self.url = url
         self.max_distance = max_distance
