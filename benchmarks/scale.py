@@ -173,7 +173,7 @@ class Case:
     n: int
     url: str
     loaded: dict
-    index: SimhashIndex | None = None
+    index: SimhashIndex
     seconds: dict[str, list[float]] = field(default_factory=lambda: {"random": [], "planted": [], "checks": []})
     figures: dict[str, float] = field(default_factory=dict)
 
@@ -310,8 +310,8 @@ def skew_test(backend: str, url: str, everything: np.ndarray, queries: list[tupl
     key = "https://example.com/skew/{}.html".format
     results = []
     with SimhashIndex(url) as index:
-        seconds, _ = bulk_load(index, f"skew, {backend}", ((key(i), fp) for i, fp in enumerate(everything.tolist())),
-                            len(everything), batch_size)
+        items = ((key(i), fp) for i, fp in enumerate(everything.tolist()))
+        seconds, _ = bulk_load(index, f"skew, {backend}", items, len(everything), batch_size)
         if backend == "postgres":
             vacuum(url)
         print(f"skew, {backend}: {len(everything):,} pages loaded in {seconds:.1f} s", flush=True)
