@@ -1,8 +1,8 @@
 """The SQL schema of an index: documents, duplicates and metadata tables.
 
 Fingerprints and hashes are unsigned 64-bit values stored as signed BIGINT
-(two's complement); the four 16-bit blocks are plain integers, each indexed
-together with the fingerprint so a block lookup reads only the index.
+(two's complement); the four 16-bit blocks are plain integers, indexed in
+pairs (block i, block i+1) for the lookups described in sql.py.
 """
 
 from __future__ import annotations
