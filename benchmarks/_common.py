@@ -74,3 +74,16 @@ def write_section(name: str, body: str, path: Path = DOCS) -> None:
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def vacuum(url: str) -> None:
+    """VACUUM ANALYZE after a PostgreSQL load, as autovacuum would: index-only scans need the visibility map."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    engine = create_engine(make_url(url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("VACUUM (ANALYZE) simhash_documents")
+    finally:
+        engine.dispose()

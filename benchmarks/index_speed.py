@@ -37,7 +37,7 @@ import simhash as simhash_package  # noqa: E402 - the `simhash` package from PyP
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from benchmarks._common import Timer, command, machine, median, peak_rss_mb, stamp, table, write_section  # noqa: E402
+from benchmarks._common import Timer, command, machine, median, peak_rss_mb, stamp, table, vacuum, write_section  # noqa: E402
 from simhash_index import SimhashIndex  # noqa: E402
 from simhash_index.sql import CANDIDATES, fetch, probe_values  # noqa: E402 - to count rows read
 from simhash_index.redis_index import split_url  # noqa: E402
@@ -116,13 +116,8 @@ def load(backend: str, url: str, fingerprints: list[int], batch_size: int) -> tu
     index = SimhashIndex(url)
     with Timer() as timer:
         index.add_many(((page_key(i), fp) for i, fp in enumerate(fingerprints)), batch_size=batch_size)
-    if backend == "postgres":  # what autovacuum does after a bulk load: index-only scans need the visibility map
-        engine = create_engine(make_url(url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-        try:
-            with engine.connect() as conn:
-                conn.exec_driver_sql("VACUUM (ANALYZE) simhash_documents")
-        finally:
-            engine.dispose()
+    if backend == "postgres":
+        vacuum(url)
     return index, timer.seconds
 
 

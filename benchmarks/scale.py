@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import REPO, Timer, command, machine, median, peak_rss_mb, stamp, table  # noqa: E402
+from benchmarks._common import REPO, Timer, command, machine, median, peak_rss_mb, stamp, table, vacuum  # noqa: E402
 from benchmarks.index_speed import DEFAULT_POSTGRES, disk_bytes, flip, postgres_schema  # noqa: E402
 from simhash_index import Fingerprinter, SimhashIndex  # noqa: E402
 from simhash_index.index import Fingerprint  # noqa: E402
@@ -101,19 +101,6 @@ def bulk_load(index: SimhashIndex, label: str, items: Iterable[tuple[str, Finger
             update(total, f"{label}: building indexes")
             with_rows = time.perf_counter() - timer.began
     return timer.seconds, timer.seconds - with_rows
-
-
-def vacuum(url: str) -> None:
-    """VACUUM ANALYZE after a PostgreSQL load, as autovacuum would: index-only scans need the visibility map."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.engine import make_url
-
-    engine = create_engine(make_url(url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("VACUUM (ANALYZE) simhash_documents")
-    finally:
-        engine.dispose()
 
 
 def uniform(n: int, seed: int, chunk: int = 100_000) -> Iterator[np.ndarray]:
