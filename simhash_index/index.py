@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
-import xxhash
 from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
@@ -26,72 +24,24 @@ from .errors import (
     SimhashIndexError,
 )
 from .fingerprint import DEFAULT, Signature
+from .records import (  # noqa: F401 - re-exported: index.py is where users find them
+    DEFAULT_MIN_SIMILARITY,
+    MAX_SUPPORTED_DISTANCE,
+    Duplicate,
+    Fingerprint,
+    Match,
+    _signature,
+    as_utc,
+    check_policy,
+    key_hash,
+)
 from .simhash import blocks, hamming, to_signed, to_unsigned
 from .sketch import similarity
-
-MAX_SUPPORTED_DISTANCE = 3  # four 16-bit blocks: pigeonhole finds every match within 3 bits
-DEFAULT_MIN_SIMILARITY = 0.88  # estimated Jaccard; measured on the eval corpus (README, Accuracy)
-
-Fingerprint = int | Signature | None
-
-
-@dataclass(frozen=True)
-class Match:
-    """A stored page near a query: its key, fingerprint and Hamming distance."""
-
-    key: str
-    fingerprint: int | None
-    distance: int
-    exact: bool = False
-    similarity: float | None = None
-
-
-@dataclass(frozen=True)
-class Duplicate:
-    """A page dropped as a duplicate of a stored one."""
-
-    key: str
-    duplicate_of: str
-    distance: int
-    exact: bool
-    seen_at: datetime
-
-
-def check_policy(max_distance: int, min_similarity: float) -> None:
-    """Refuse a max_distance or min_similarity no index backend supports."""
-    if not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SUPPORTED_DISTANCE:
-        raise ValueError(
-            f"max_distance must be an integer from 0 to {MAX_SUPPORTED_DISTANCE} "
-            f"(four 16-bit blocks find every match within 3 bits); got {max_distance!r}"
-        )
-    if not 0.0 <= min_similarity <= 1.0:
-        raise ValueError(f"min_similarity must be between 0 and 1; got {min_similarity!r}")
-
-
-def key_hash(key: str) -> int:
-    """Signed 64-bit hash of a key: the unique column (URLs can be too long to index)."""
-    return to_signed(xxhash.xxh64_intdigest(key.encode("utf-8", "surrogatepass")))
-
-
-def _signature(fingerprint: Fingerprint, text_hash: int | None, sketch: bytes | None) -> Signature:
-    if isinstance(fingerprint, Signature):
-        return fingerprint
-    if fingerprint is None and text_hash is None:
-        raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
-    if fingerprint is not None:
-        to_signed(fingerprint)  # validates the range
-    return Signature(fingerprint, text_hash, sketch)
-
 
 def _stored_values(signature: Signature) -> tuple[int | None, int | None, bool]:
     """(text_hash, fingerprint, in the block index) as the documents table stores them."""
     th, fp = signature.text_hash, signature.simhash
     return (None if th is None else to_signed(th), None if fp is None else to_signed(fp), signature.near_matchable)
-
-
-def as_utc(moment: datetime) -> datetime:
-    """A timestamp read back from the DB, as an aware UTC datetime (SQLite drops the zone)."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 def _now() -> datetime:
