@@ -68,7 +68,7 @@ def db_option(command: Callable) -> Callable:
         default=DEFAULT_DB,
         show_default=True,
         show_envvar=True,
-        help="Database URL: sqlite:///path or postgresql://user@host/db.",
+        help="Index URL: sqlite:///path, postgresql://user@host/db or redis://host:6379/0?prefix=P.",
     )(command)
 
 
