@@ -85,10 +85,11 @@ def test_two_crawlers_share_a_scrapy_redis_scheduler(backend: str, request, tmp_
 
     pages = [f"{base}/{path}" for cluster in info["clusters"] for path in cluster]
     handled = [stat(text, "item_scraped_count") + stat(text, "item_dropped_count") for text in texts]
-    # A start request is never filtered, so each crawler takes the start page once; every
-    # other page was taken by exactly one of them, and both took some.
-    assert sum(handled) == len(pages) + CRAWLERS, handled
-    assert all(count > 1 for count in handled), f"one crawler did all the work: {handled}"
+    # Every page but the start page was taken by exactly one crawler. The start page is taken
+    # once per crawler that pops its own start request, or fewer times: a start request goes
+    # through the shared queue, where the other crawler may pop it first, and a crawler that
+    # found the queue drained closes without work (seen in 1 run of ~10).
+    assert len(pages) + 1 <= sum(handled) <= len(pages) + CRAWLERS, handled
 
     with SimhashIndex(db_url, scheme=None) as index:
         stored = {page for page in pages if index.get(page) is not None}
