@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 POSTGRES_ENV = "SIMHASH_TEST_POSTGRES_URL"
 REQUIRE_ENV = "SIMHASH_REQUIRE_POSTGRES"  # set by .ci/run: a skipped PostgreSQL or Redis test is a failure
@@ -28,6 +28,14 @@ def _postgres_base() -> str:
     return url
 
 
+def _postgres_unusable(base: URL, exc: Exception) -> None:
+    """Skip, or fail when CI requires PostgreSQL, naming the server (password hidden)."""
+    message = f"PostgreSQL at {base.render_as_string(hide_password=True)} is not usable: {exc}"
+    if os.environ.get(REQUIRE_ENV):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
@@ -39,10 +47,7 @@ def postgres_url() -> Iterator[str]:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     except Exception as exc:  # the server is down or the URL is wrong
         admin.dispose()
-        message = f"PostgreSQL at {base.render_as_string(hide_password=True)} is not usable: {exc}"
-        if os.environ.get(REQUIRE_ENV):
-            pytest.fail(message)
-        pytest.skip(message)
+        _postgres_unusable(base, exc)
     try:
         yield base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
     finally:
@@ -145,10 +150,7 @@ def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ca
         fresh()  # fails or skips here, as postgres_url does, when the server is not usable
     except Exception as exc:
         admin.dispose()
-        message = f"PostgreSQL at {base.render_as_string(hide_password=True)} is not usable: {exc}"
-        if os.environ.get(REQUIRE_ENV):
-            pytest.fail(message)
-        pytest.skip(message)
+        _postgres_unusable(base, exc)
     try:
         yield fresh
     finally:
