@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
+from sqlalchemy.schema import CreateIndex, DropIndex
 
 from . import schema
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 class InsertionSession:
     """Stores pages in batches of `batch_size` rows, one transaction each, without checks.
 
-    Into an empty index, the block and text-hash indexes are dropped for the load
+    Into an empty index, the fingerprint-half and text-hash indexes are dropped for the load
     and built once at the end: one sort costs far less than millions of random
     B-tree inserts. `on_batch(stored_so_far)` is called after each batch (for a
     progress bar).
@@ -39,7 +40,7 @@ class InsertionSession:
             empty = conn.execute(select(schema.documents.c.id).limit(1)).first() is None
             if empty:
                 for index in schema.documents.indexes:
-                    index.drop(conn, checkfirst=True)
+                    conn.execute(DropIndex(index, if_exists=True))  # reflection skips expression indexes
         self._rebuild = empty
         return self
 
@@ -64,4 +65,4 @@ class InsertionSession:
             if self._rebuild:
                 with self.index.transaction() as conn:
                     for index in schema.documents.indexes:
-                        index.create(conn, checkfirst=True)
+                        conn.execute(CreateIndex(index, if_not_exists=True))

@@ -1,4 +1,4 @@
-"""SimhashIndex: stored fingerprints in SQL, found by four 16-bit block lookups."""
+"""SimhashIndex: stored fingerprints in SQL, found by lookups on their two 32-bit halves."""
 
 from __future__ import annotations
 
@@ -38,14 +38,15 @@ from .records import (  # noqa: F401 - re-exported: index.py is where users find
 from .simhash import blocks, hamming, to_signed, to_unsigned
 from .sketch import similarity
 
-def _stored_values(signature: Signature) -> tuple[int | None, int | None, bool]:
-    """(text_hash, fingerprint, in the block index) as the documents table stores them."""
+def _stored_values(signature: Signature) -> tuple[int | None, int | None, int]:
+    """(text_hash, fingerprint, exact_only) as the documents table stores them."""
     th, fp = signature.text_hash, signature.simhash
-    return (None if th is None else to_signed(th), None if fp is None else to_signed(fp), signature.near_matchable)
+    return (None if th is None else to_signed(th), None if fp is None else to_signed(fp), int(not signature.near_matchable))
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    """The current UTC time in whole seconds, as every SQL backend stores it."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
 
 
 class SimhashIndex:
@@ -185,10 +186,11 @@ class SimhashIndex:
         """(id, distance) of stored pages within max_distance, nearest first."""
         limit = self.max_distance
         found = {}
-        for row_id, stored in sql.fetch(conn, sql.CANDIDATES[conn.dialect.paramstyle], sql.probe_values(fingerprint)):
+        name = conn.dialect.name
+        for row_id, stored, exact_only in sql.fetch(conn, sql.CANDIDATES[name], sql.probe_values(name, fingerprint)):
             distance = ((stored ^ fingerprint) & sql.MASK64).bit_count()
-            if distance <= limit:
-                found[row_id] = distance  # a page sharing several blocks comes once per block
+            if distance <= limit and not exact_only:
+                found[row_id] = distance  # a page near in both halves comes once per half
         return sorted(found.items(), key=lambda item: (item[1], item[0]))
 
     def _near(self, conn: Connection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
@@ -284,7 +286,7 @@ class SimhashIndex:
             stored = sql.fetch(conn, sql.SELECT_BY_KEY.format(mark=mark), (own_hash,))
             if stored:
                 row_id, *values = stored[0]
-                if (values[0], values[1], values[2] is not None) != _stored_values(signature):
+                if (values[0], values[1], int(values[2])) != _stored_values(signature):
                     self._write_documents(conn, [self._document_values(key, signature)])
                 return None
             match = self._exact(conn, signature)
@@ -331,19 +333,18 @@ class SimhashIndex:
     def _document_values(cls, key: str, fingerprint: Fingerprint) -> tuple:
         """A document row as the tuple _write_documents takes."""
         if type(fingerprint) is int:  # the bulk-load case: no Signature, no dict per row
-            return (key, key_hash(key), to_signed(fingerprint), *blocks(fingerprint), None, None)
+            return (key, key_hash(key), to_signed(fingerprint), 0, None, None)
         row = cls._document_row(key, _signature(fingerprint, None, None))
         return tuple(row[column] for column in sql.UPSERT_COLUMNS[:-1])
 
     @staticmethod
     def _document_row(key: str, signature: Signature) -> dict:
         fp = signature.simhash
-        values = blocks(fp) if signature.near_matchable else (None, None, None, None)
         return {
             "key": key,
             "key_hash": key_hash(key),
             "fingerprint": None if fp is None else to_signed(fp),
-            **{f"block{i}": v for i, v in enumerate(values)},
+            "exact_only": int(not signature.near_matchable),
             "text_hash": None if signature.text_hash is None else to_signed(signature.text_hash),
             "sketch": signature.sketch,
             "stored_at": _now(),

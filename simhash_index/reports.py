@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from sqlalchemy import Select, func, insert, or_, select
+from sqlalchemy import Select, func, insert, literal_column, or_, select
 from sqlalchemy.engine import Connection, Result, Row
 
-from . import schema
+from . import schema, sql
 from .fingerprint import Signature
 from .index import DEFAULT_MIN_SIMILARITY, Duplicate, Match, SimhashIndex, as_utc, key_hash
 from .redis_index import RedisIndex
-from .simhash import blocks, to_signed
+from .simhash import to_signed
 
 STREAM_ROWS = 1000  # rows fetched at a time by listings
 
@@ -243,7 +243,7 @@ class DryRunIndex:
 
     Runs the index's own check on a private in-memory index. Before each check
     it copies in, read-only, every stored page the checked one could match
-    (same key, same text hash, or a shared 16-bit block), so the in-memory
+    (same key, same text hash, or a fingerprint half equal or one bit off), so the in-memory
     index holds all a real check would see, plus the pages kept so far.
     """
 
@@ -276,8 +276,9 @@ class DryRunIndex:
             near = [d.key_hash == key_hash(key)]
             if signature.text_hash is not None:
                 near.append(d.text_hash == to_signed(signature.text_hash))
-            if signature.simhash is not None:
-                near += [d[f"block{i}"] == value for i, value in enumerate(blocks(signature.simhash))]
+            if signature.near_matchable:
+                keys = sql.probe_keys(signature.simhash)
+                near += [literal_column(e).in_(values) for e, values in zip(sql.HALF_KEYS.values(), keys)]
             with _reading(self._source) as conn:
                 rows = conn.execute(select(*_COPIED).where(or_(*near))).mappings().all()
         fresh = [dict(row) for row in rows if row["key_hash"] not in self._present]

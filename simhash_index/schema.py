@@ -1,11 +1,13 @@
 """The SQL schema of an index: documents, duplicates and metadata tables.
 
 Fingerprints and hashes are unsigned 64-bit values stored as signed BIGINT
-(two's complement); the four 16-bit blocks are plain integers, indexed in
-pairs (block i, block i+1) for the lookups described in sql.py.
+(two's complement). The fingerprint's two 32-bit halves are not columns: two
+expression indexes hold them (sql.HALF_KEYS), for the lookups described in sql.py.
 """
 
 from __future__ import annotations
+
+from datetime import datetime, timezone
 
 from sqlalchemy import (
     BigInteger,
@@ -17,11 +19,41 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     Table,
     Text,
+    text,
 )
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
-SCHEMA_VERSION = "1"
+from .sql import HALF_KEYS
+
+SCHEMA_VERSION = "2"
+
+
+class Timestamp(TypeDecorator):
+    """An aware UTC datetime: TIMESTAMPTZ on PostgreSQL, whole seconds since 1970 on SQLite.
+
+    SQLAlchemy's SQLite DateTime is 26 characters of ISO text; an integer is 4 bytes.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine:
+        return dialect.type_descriptor(Integer() if dialect.name == "sqlite" else DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> object:
+        if value is None or dialect.name != "sqlite":
+            return value
+        return int(value.timestamp())
+
+    def process_result_value(self, value: object, dialect: Dialect) -> datetime | None:
+        if value is None or dialect.name != "sqlite":
+            return value  # type: ignore[return-value]
+        return datetime.fromtimestamp(value, timezone.utc)  # type: ignore[arg-type]
+
 
 metadata = MetaData()
 
@@ -39,21 +71,22 @@ documents = Table(
     Column("key", Text, nullable=False),
     Column("key_hash", BigInteger, nullable=False, unique=True),
     Column("fingerprint", BigInteger),
-    Column("block0", Integer),
-    Column("block1", Integer),
-    Column("block2", Integer),
-    Column("block3", Integer),
+    Column("exact_only", SmallInteger, nullable=False),  # 1: a short text (or no fingerprint), matched by text only
     Column("text_hash", BigInteger),
     Column("sketch", LargeBinary),
-    Column("stored_at", DateTime(timezone=True), nullable=False),
+    Column("stored_at", Timestamp, nullable=False),
+    # Each half of the fingerprint, indexed as an expression: a lookup takes a half exactly
+    # or one bit off (33 values each; see sql.py). Expressions, not columns, so a row stores
+    # its fingerprint once.
+    *(Index(f"ix_simhash_documents_{name}", text(expression)) for name, expression in HALF_KEYS.items()),
 )
-# Block i paired with block i+1: a lookup takes block i exactly and block i+1 within one
-# bit (17 values). Every fingerprint within distance 3 has some block i that is exact with
-# block i+1 at most one bit off (see index.py), so these four indexes find every match,
-# and a lookup reads ~68N/2**32 rows even when many pages share one 16-bit block value.
-for _i in range(4):
-    Index(f"ix_simhash_documents_block{_i}", documents.c[f"block{_i}"], documents.c[f"block{(_i + 1) % 4}"])
-Index("ix_simhash_documents_text_hash", documents.c.text_hash)
+# Bulk-loaded fingerprints come without a text hash: a partial index leaves those out.
+Index(
+    "ix_simhash_documents_text_hash",
+    documents.c.text_hash,
+    sqlite_where=documents.c.text_hash.isnot(None),
+    postgresql_where=documents.c.text_hash.isnot(None),
+)
 
 duplicates = Table(
     "simhash_duplicates",
@@ -65,6 +98,6 @@ duplicates = Table(
     Column("duplicate_of_id", documents.c.id.type, ForeignKey("simhash_documents.id"), nullable=False),
     Column("distance", Integer, nullable=False),
     Column("exact", Boolean, nullable=False),
-    Column("seen_at", DateTime(timezone=True), nullable=False),
+    Column("seen_at", Timestamp, nullable=False),
 )
 Index("ix_simhash_duplicates_duplicate_of_id", duplicates.c.duplicate_of_id)

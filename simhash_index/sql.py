@@ -10,44 +10,63 @@ from __future__ import annotations
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .simhash import blocks
-
 MASK64 = (1 << 64) - 1
 MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # positional placeholder by DB-API paramstyle
-UPSERT_COLUMNS = (
-    "key", "key_hash", "fingerprint", "block0", "block1", "block2", "block3", "text_hash", "sketch", "stored_at"
-)
+# The index expressions of the fingerprint's halves, as signed 32-bit values (4 bytes in a
+# SQLite index entry): bits 0-31 offset by -2**31 (SQLite has no XOR), bits 32-63 as the
+# arithmetic shift of the signed column gives them.
+HALF_KEYS = {
+    "low_half": "((fingerprint & 4294967295) - 2147483648)",
+    "high_half": "(fingerprint >> 32)",
+}
+UPSERT_COLUMNS = ("key", "key_hash", "fingerprint", "exact_only", "text_hash", "sketch", "stored_at")
 UPSERT = (
     f"INSERT INTO simhash_documents ({', '.join(UPSERT_COLUMNS)}) VALUES ({{marks}}) ON CONFLICT (key_hash) "
     f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in UPSERT_COLUMNS if c != 'key_hash')}"
 )
-SELECT_BY_KEY = "SELECT id, text_hash, fingerprint, block0 FROM simhash_documents WHERE key_hash = {mark}"
+SELECT_BY_KEY = "SELECT id, text_hash, fingerprint, exact_only FROM simhash_documents WHERE key_hash = {mark}"
 SELECT_BY_TEXT = "SELECT key, fingerprint FROM simhash_documents WHERE text_hash = {mark} LIMIT 1"
 DELETE_LOGGED = "DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
-# The four block lookups in one round trip. Lookup i takes block i exactly and block i+1
-# within one bit. Complete for distance <= 3: if no exact block i had block i+1 within one
-# bit, each exact block would be followed by one with >= 2 flipped bits and every other
-# block would have >= 1, adding up to >= 4.
+# Both half lookups in one round trip: a half equal to the query's or one bit off (33
+# values each). Complete for distance <= 3: two halves with >= 2 flipped bits each would
+# add up to >= 4. Each lookup reads ~33N/2**32 rows; PostgreSQL takes each half's 33
+# values as one array parameter (one bind instead of 66, and a simpler plan).
+# Rows come with exact_only, for the caller to skip: a partial index (WHERE exact_only = 0)
+# would keep PostgreSQL's planner from its statistics on the expressions.
+_LOOKUP = "SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {expression} {test}"
 CANDIDATES = {
-    style: " UNION ALL ".join(
-        f"SELECT id, fingerprint FROM simhash_documents WHERE block{i} = {mark} "
-        f"AND block{(i + 1) % 4} IN ({', '.join([mark] * 17)})"
-        for i in range(4)
-    )
-    for style, mark in MARKS.items()
+    "sqlite": " UNION ALL ".join(
+        _LOOKUP.format(expression=e, test=f"IN ({', '.join(['?'] * 33)})") for e in HALF_KEYS.values()
+    ),
+    "postgresql": " UNION ALL ".join(
+        _LOOKUP.format(expression=e, test="= ANY(%s::bigint[])") for e in HALF_KEYS.values()
+    ),
 }
+_FLIPS = (0, *(1 << bit for bit in range(32)))
+_SIGN = 0x80000000
 
 
-def probe_values(fingerprint: int) -> tuple[int, ...]:
-    """Parameters of CANDIDATES: per lookup, block i, then block i+1 and its 16 one-bit neighbours."""
-    values = blocks(fingerprint)
-    params: list[int] = []
-    for i in range(4):
-        following = values[(i + 1) % 4]
-        params.append(values[i])
-        params.append(following)
-        params.extend(following ^ (1 << bit) for bit in range(16))
-    return tuple(params)
+def half_keys(fingerprint: int) -> tuple[int, int]:
+    """The values of HALF_KEYS for an unsigned 64-bit fingerprint."""
+    return (fingerprint & 0xFFFFFFFF) - _SIGN, ((fingerprint >> 32) ^ _SIGN) - _SIGN
+
+
+def probe_keys(fingerprint: int) -> tuple[list[int], list[int]]:
+    """Per half, the keys (HALF_KEYS values) of that half equal to the fingerprint's or one bit off."""
+    low, high = fingerprint & 0xFFFFFFFF, (fingerprint >> 32) ^ _SIGN
+    return [(low ^ flip) - _SIGN for flip in _FLIPS], [(high ^ flip) - _SIGN for flip in _FLIPS]
+
+
+def probe_values(dialect_name: str, fingerprint: int) -> tuple:
+    """Parameters of CANDIDATES[dialect_name]: 66 values for SQLite, two array literals for PostgreSQL.
+
+    The arrays go as text ('{1,2,...}', cast by the statement): the driver's own list
+    adaptation costs more than PostgreSQL's lookups.
+    """
+    low, high = probe_keys(fingerprint)
+    if dialect_name == "sqlite":
+        return (*low, *high)
+    return "{" + ",".join(map(str, low)) + "}", "{" + ",".join(map(str, high)) + "}"
 
 
 def fetch(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:

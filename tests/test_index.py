@@ -25,6 +25,7 @@ from simhash_index import (
     SimhashIndex,
     hamming,
 )
+from simhash_index import sql
 from simhash_index.redis_index import split_url
 from simhash_index.sketch import minhash
 
@@ -194,7 +195,7 @@ def test_check_and_add(db_url):
     a, c, d, e, g, h = far_apart(random.Random(6), 6)
     with SimhashIndex(db_url) as index:
         assert index.check_and_add("a", a) is None
-        before = datetime.now(timezone.utc)
+        before = datetime.now(timezone.utc).replace(microsecond=0)  # SQL backends store whole seconds
         match = index.check_and_add("b", a ^ 0b101)
         after = datetime.now(timezone.utc)
         assert match == Match("a", a, 2)
@@ -404,7 +405,26 @@ def test_repr_hides_the_password(postgres_url):
         assert "***" in repr(index) and "secret" not in repr(index)
 
 
-# -- property: the block lookup finds exactly what a scan finds --------------------------------
+# -- the half lookups: exactly what a scan finds, through the indexes --------------------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_lookups_use_the_half_indexes(request, backend):
+    """The lookups' expressions must match the indexes' verbatim, or the database scans the table."""
+    with SimhashIndex(request.getfixturevalue(f"{backend}_url")) as index:
+        rng = random.Random(11)
+        index.add_many((f"k{i}", rng.getrandbits(64)) for i in range(2000))
+        with index.transaction() as conn:
+            name = conn.dialect.name
+            if name == "sqlite":
+                explain = "EXPLAIN QUERY PLAN "
+            else:
+                conn.exec_driver_sql("ANALYZE simhash_documents")
+                conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 2,000 rows: a scan could be cheaper
+                explain = "EXPLAIN "
+            plan = " ".join(str(row) for row in sql.fetch(conn, explain + sql.CANDIDATES[name], sql.probe_values(name, 5)))
+        assert "ix_simhash_documents_low_half" in plan and "ix_simhash_documents_high_half" in plan, plan
+        assert "SCAN simhash_documents" not in plan and "Seq Scan" not in plan, plan
 
 
 @st.composite
