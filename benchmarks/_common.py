@@ -1,9 +1,10 @@
-"""What the speed benchmarks share: timing rounds, the machine line, and docs/benchmarks.md sections."""
+"""What the speed benchmarks share: timing rounds, the machine line, docs/benchmarks.md sections and synthetic pages."""
 
 from __future__ import annotations
 
 import os
 import platform
+import random
 import re
 import resource
 import shlex
@@ -76,14 +77,13 @@ def write_section(name: str, body: str, path: Path = DOCS) -> None:
     path.write_text(text)
 
 
-def vacuum(url: str) -> None:
-    """VACUUM ANALYZE after a PostgreSQL load, as autovacuum would: index-only scans need the visibility map."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.engine import make_url
+def page_key(i: int) -> str:
+    """The URL key of synthetic page i (31 characters for page 0, 38 for page 9,999,999)."""
+    return f"https://example.com/page/{i}.html"
 
-    engine = create_engine(make_url(url).set(drivername="postgresql+psycopg"), isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("VACUUM (ANALYZE) simhash_documents")
-    finally:
-        engine.dispose()
+
+def flip(value: int, rng: random.Random) -> int:
+    """The fingerprint with 1 to 3 random bits flipped: a planted near-duplicate."""
+    for position in rng.sample(range(64), rng.randint(1, 3)):
+        value ^= 1 << position
+    return value

@@ -11,7 +11,8 @@ Then, measured side by side in interleaved rounds (a shared machine's load hits 
 queries/s of `query` on random fingerprints (almost never a match) and on planted ones (a stored
 fingerprint with 1 to 3 bits flipped: at least one match). After that, `check_and_add` per second
 (a transaction and commit each; one in ten a near-duplicate), the candidate rows a query reads
-(theory: 4N/65536), bytes on disk per stored page (Redis: server memory, as it keeps no file here),
+(SQL backends: the two half lookups, theory 66N/2**32; Redis and the peer: 16-bit block buckets,
+theory 4N/65536), bytes on disk per stored page (Redis: server memory, as it keeps no file here),
 and the process's peak RSS after each phase.
 Writes its section of docs/benchmarks.md.
 """
@@ -22,7 +23,6 @@ import argparse
 import inspect
 import os
 import random
-import sqlite3
 import sys
 import tempfile
 import uuid
@@ -34,50 +34,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis  # noqa: E402
 import simhash as simhash_package  # noqa: E402 - the `simhash` package from PyPI, the peer
-from sqlalchemy import create_engine, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
 
-from benchmarks._common import Timer, command, machine, median, peak_rss_mb, stamp, table, vacuum, write_section  # noqa: E402
+from benchmarks._common import Timer, command, flip, machine, median, page_key, peak_rss_mb, stamp, table, write_section  # noqa: E402
+from benchmarks._stores import DEFAULT_POSTGRES, disk_bytes, postgres_schema, vacuum  # noqa: E402
 from simhash_index import SimhashIndex  # noqa: E402
 from simhash_index.sql import CANDIDATES, fetch, probe_values  # noqa: E402 - to count rows read
 from simhash_index.redis_index import split_url  # noqa: E402
 from simhash_index.simhash import blocks  # noqa: E402
 
 PEER = "simhash.SimhashIndex"
-DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 TARGET_LOAD_SQLITE = 50_000  # fingerprints/s
 TARGET_QUERY_RATIO = 3.0  # SQLite queries/s over the peer's
 TARGET_CHECKS_SQLITE = 2_000  # check_and_add/s
 DEFAULT_BATCH_SIZE = inspect.signature(SimhashIndex.add_many).parameters["batch_size"].default
-
-
-def page_key(i: int) -> str:
-    return f"https://bench.example/page/{i}.html"
-
-
-def flip(value: int, rng: random.Random) -> int:
-    for position in rng.sample(range(64), rng.randint(1, 3)):
-        value ^= 1 << position
-    return value
-
-
-@contextmanager
-def postgres_schema(base_url: str) -> Iterator[str]:
-    """A URL whose search_path is a fresh schema, dropped afterwards."""
-    base = make_url(base_url).set(drivername="postgresql+psycopg")
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        try:
-            yield base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    finally:
-        admin.dispose()
 
 
 @contextmanager
@@ -140,8 +110,8 @@ def candidates_read(index: SimhashIndex, queries: list[int]) -> float:
             counts = pipe.execute()
         return sum(counts) / len(queries)
     with index.transaction(write=False) as conn:
-        statement = CANDIDATES[conn.dialect.paramstyle]
-        counts = [len(fetch(conn, statement, probe_values(q))) for q in queries]
+        name = conn.dialect.name
+        counts = [len(fetch(conn, CANDIDATES[name], probe_values(name, q))) for q in queries]
     return sum(counts) / len(counts)
 
 
@@ -150,23 +120,9 @@ def peer_candidates(peer: simhash_package.SimhashIndex, queries: list[int]) -> f
     return sum(counts) / len(counts)
 
 
-def disk_bytes(backend: str, index: SimhashIndex, path: Path | None) -> int:
-    if backend == "sqlite":  # the WAL folded into the database file first
-        connection = sqlite3.connect(path, isolation_level=None)
-        try:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.close()
-        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-    with index.transaction(write=False) as conn:
-        return conn.exec_driver_sql(
-            "SELECT pg_total_relation_size('simhash_documents') + pg_total_relation_size('simhash_duplicates')"
-        ).scalar_one()
-
-
 def check_rate(index: SimhashIndex, fingerprints: list[int], count: int, rng: random.Random) -> float:
     items = [
-        (f"https://bench.example/new/{i}.html", flip(rng.choice(fingerprints), rng) if i % 10 == 0 else rng.getrandbits(64))
+        (f"https://example.com/new/{i}.html", flip(rng.choice(fingerprints), rng) if i % 10 == 0 else rng.getrandbits(64))
         for i in range(count)
     ]
     with Timer() as timer:
@@ -291,9 +247,9 @@ def main() -> None:
                     "check_and_add/s", "candidates/query", "bytes on disk/page", "peak RSS MB"], rows)
     verdicts = verdict_lines(subjects, peer_subject)
     theory = 4 * args.n / 65536
-    paired = 68 * args.n / 2**32
-    print("\n" + result + "\n\n" + f"candidates/query in theory: paired lookups 68N/2^32 = {paired:.3f} "
-          f"(single-block lookups: 4N/65536 = {theory:.1f})\n" + "\n".join(verdicts))
+    halves = 66 * args.n / 2**32
+    print("\n" + result + "\n\n" + f"candidates/query in theory: half lookups 66N/2^32 = {halves:.3f} "
+          f"(16-bit block buckets: 4N/65536 = {theory:.1f})\n" + "\n".join(verdicts))
     if not args.no_write:
         default_batch = args.batch_size == DEFAULT_BATCH_SIZE
         write_section("index_speed" if default_batch else f"index_speed_batch_{args.batch_size}", f"""
@@ -302,16 +258,17 @@ def main() -> None:
 `{command()}` — {stamp()}; {machine()}.
 
 {args.n:,} random 64-bit fingerprints, keys like `{page_key(0)}`. Bulk load: `add_many` with
-an insertion session with batch_size={args.batch_size:,} (a transaction per batch; the block indexes built once at the end); SQLite in a temporary directory, PostgreSQL
+an insertion session with batch_size={args.batch_size:,} (a transaction per batch; the half and text-hash indexes built once at the end); SQLite in a temporary directory, PostgreSQL
 in a schema of its own (VACUUM ANALYZE after the load, as autovacuum would do), Redis under a key prefix
 of its own (its bytes/page: the server's used_memory growth, Redis keeping no file here). {PEER} is the PyPI
 `simhash` package's in-memory index (k=3), built from `simhash.Simhash` objects; its queries get
 prebuilt `Simhash` objects. Queries: {args.queries:,} random fingerprints and {len(planted):,} planted
 ones (a stored fingerprint with 1 to 3 bits flipped) per round, {args.rounds} interleaved rounds,
 medians. {agreed}. `check_and_add`: {args.checks:,} calls, each its own transaction and commit, one
-in ten a near-duplicate. Candidates/query: rows the four block lookups read for a random query: the
-SQL backends' paired lookups (block i exact, block i+1 within one bit; theory 68N/2^32 = {paired:.3f}),
-Redis's single-block sets within the popcount range, the peer's single-block buckets (4N/65536 = {theory:.1f}). Peak RSS: of the whole benchmark process after each phase, in
+in ten a near-duplicate. Candidates/query: rows a random query reads: the SQL backends' two half
+lookups (each 32-bit half of the fingerprint equal to the query's or one bit off, 33 values a half;
+theory 66N/2^32 = {halves:.3f}), Redis's 16-bit block sets within the popcount range and the peer's
+16-bit block buckets (4N/65536 = {theory:.1f}). Peak RSS: of the whole benchmark process after each phase, in
 this order: {", ".join(backends)}{", peer" if peer_subject else ""} (it only grows: {rss['data']:.0f} MB
 before the first, the fingerprints alone).
 

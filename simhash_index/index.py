@@ -13,7 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
-from . import schema, sql
+from . import migrate, schema, sql
 from .bulk import InsertionSession
 from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
 from .errors import (
@@ -95,9 +95,10 @@ class SimhashIndex:
         if not create and self.url.get_backend_name() == "sqlite" and not is_memory(self.url):
             if not self.url.query.get("uri") and not Path(self.url.database or "").is_file():
                 raise IndexNotFoundError(f"{masked(self.url)}: no such database file")  # connecting would create it
+        self._upgrade_if_older()
         with self.transaction(write=create) as conn:
             if self._postgres and create:  # two crawlers opening a new DB must not both create it
-                conn.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": SCHEMA_LOCK})
+                self._lock_schema(conn)
             exists = conn.dialect.has_table(conn, schema.meta.name)
             if not exists and not create:
                 raise IndexNotFoundError(f"{masked(self.url)} has no simhash tables: is it the right database?")
@@ -122,6 +123,25 @@ class SimhashIndex:
             if rows and create:
                 conn.execute(self._insert(schema.meta).on_conflict_do_nothing(), rows)
             return recorded or missing["scheme"]
+
+    def _upgrade_if_older(self) -> None:
+        """Upgrade tables an older simhash-index wrote (migrate.UPGRADABLE), once, whoever opens them first."""
+        for write in (False, True):
+            with self.transaction(write=write) as conn:
+                if write and self._postgres:
+                    self._lock_schema(conn)
+                if not conn.dialect.has_table(conn, schema.meta.name):
+                    return
+                version = conn.execute(
+                    select(schema.meta.c.value).where(schema.meta.c.name == "schema_version")
+                ).scalar()
+                if version not in migrate.UPGRADABLE:
+                    return
+                if write:
+                    migrate.upgrade(conn, version)
+
+    def _lock_schema(self, conn: Connection) -> None:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": SCHEMA_LOCK})
 
     def _insert(self, table):  # noqa: ANN001, ANN202 - dialect-specific insert
         return (postgresql.insert if self._postgres else sqlite.insert)(table)

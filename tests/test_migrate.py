@@ -1,0 +1,108 @@
+"""An index written by schema version 1 (four block columns) is upgraded in place when opened."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    inspect,
+)
+
+from simhash_index import Match, Signature, SimhashIndex, sql
+from simhash_index.fingerprint import DEFAULT
+from simhash_index.index import key_hash
+from simhash_index.simhash import blocks, to_signed
+
+V1 = MetaData()
+V1_META = Table("simhash_meta", V1, Column("name", Text, primary_key=True), Column("value", Text, nullable=False))
+V1_DOCUMENTS = Table(
+    "simhash_documents",
+    V1,
+    Column("id", Integer().with_variant(BigInteger, "postgresql"), primary_key=True, autoincrement=True),
+    Column("key", Text, nullable=False),
+    Column("key_hash", BigInteger, nullable=False, unique=True),
+    Column("fingerprint", BigInteger),
+    *(Column(f"block{i}", Integer) for i in range(4)),
+    Column("text_hash", BigInteger),
+    Column("sketch", LargeBinary),
+    Column("stored_at", DateTime(timezone=True), nullable=False),
+)
+for _i in range(4):
+    Index(f"ix_simhash_documents_block{_i}", V1_DOCUMENTS.c[f"block{_i}"], V1_DOCUMENTS.c[f"block{(_i + 1) % 4}"])
+Index("ix_simhash_documents_text_hash", V1_DOCUMENTS.c.text_hash)
+V1_DUPLICATES = Table(
+    "simhash_duplicates",
+    V1,
+    Column("id", Integer().with_variant(BigInteger, "postgresql"), primary_key=True, autoincrement=True),
+    Column("key", Text, nullable=False),
+    Column("key_hash", BigInteger, nullable=False, unique=True),
+    Column("duplicate_of", Text, nullable=False),
+    Column("duplicate_of_id", V1_DOCUMENTS.c.id.type, nullable=False),
+    Column("distance", Integer, nullable=False),
+    Column("exact", Boolean, nullable=False),
+    Column("seen_at", DateTime(timezone=True), nullable=False),
+)
+
+NEAR, SHORT, SHORT_TEXT = 0xF0F0_1234_5678_9ABC, 0x0123_4567_89AB_CDEF, 0x5555_AAAA_5555_AAAA
+STORED_AT = datetime(2026, 11, 1, 12, 30, 15, 250_000, tzinfo=timezone.utc)
+SEEN_AT = datetime(2026, 11, 2, 8, 0, 59, 999_999, tzinfo=timezone.utc)
+
+
+def write_version_1(url: str) -> None:
+    """Tables as simhash-index wrote them with schema version 1: a near page, a short text, a logged duplicate."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        V1.create_all(conn)
+        conn.execute(V1_META.insert(), [{"name": "schema_version", "value": "1"}, {"name": "scheme", "value": DEFAULT.scheme}])
+        near = {f"block{i}": v for i, v in enumerate(blocks(NEAR))}
+        conn.execute(V1_DOCUMENTS.insert(), [
+            {"key": "near", "key_hash": key_hash("near"), "fingerprint": to_signed(NEAR), **near,
+             "text_hash": None, "sketch": None, "stored_at": STORED_AT},
+            {"key": "short", "key_hash": key_hash("short"), "fingerprint": to_signed(SHORT),
+             **{f"block{i}": None for i in range(4)}, "text_hash": to_signed(SHORT_TEXT), "sketch": None,
+             "stored_at": STORED_AT},
+        ])
+        conn.execute(V1_DUPLICATES.insert(), {
+            "key": "copy", "key_hash": key_hash("copy"), "duplicate_of": "near", "duplicate_of_id": 1,
+            "distance": 1, "exact": False, "seen_at": SEEN_AT,
+        })
+    engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_version_1_is_upgraded_when_opened(request, backend):
+    url = request.getfixturevalue(f"{backend}_url")
+    write_version_1(url)
+    with SimhashIndex(url) as index:
+        assert index.query(NEAR ^ 0b1001) == [Match("near", NEAR, 2)]
+        assert index.query(SHORT) == []  # a short text stays exact-only: never a near match
+        short = Signature(SHORT, SHORT_TEXT, exact_only=True)
+        assert index.check_and_add("short copy", short) == Match("short", SHORT, 0, exact=True)
+        [copy, short_copy] = index.duplicates()
+        assert (copy.key, copy.duplicate_of) == ("copy", "near")
+        assert copy.seen_at.replace(microsecond=0) == SEEN_AT.replace(microsecond=0)  # SQLite: whole seconds now
+        assert short_copy.key == "short copy"
+        assert index.check_and_add("new", NEAR ^ (1 << 63)) == Match("near", NEAR, 1)
+        with index.transaction(write=False) as conn:
+            columns = {c["name"] for c in inspect(conn).get_columns("simhash_documents")}
+            version = conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar()
+            name = conn.dialect.name
+            explain = "EXPLAIN QUERY PLAN " if name == "sqlite" else "EXPLAIN "
+            plan = str(sql.fetch(conn, explain + sql.CANDIDATES[name], sql.probe_values(name, NEAR)))
+    assert not columns & {"block0", "block1", "block2", "block3"} and "exact_only" in columns
+    assert version == "2"
+    assert "ix_simhash_documents_low_half" in plan or name == "postgresql"  # PostgreSQL may scan 2 rows
+    with SimhashIndex(url, create=False) as index:  # opening again: nothing left to upgrade
+        assert len(index) == 2 and index.get("near") == Match("near", NEAR, 0, exact=True)
