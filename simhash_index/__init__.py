@@ -1,4 +1,4 @@
-"""Near-duplicate detection for web crawls: simhash fingerprints and an SQL block index."""
+"""Near-duplicate detection for web crawls: simhash fingerprints and an SQL index on their halves."""
 
 from .errors import (
     IndexNotFoundError,

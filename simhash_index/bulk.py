@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.schema import CreateIndex, DropIndex
 
 from . import schema
+from .migrate import analyze
 
 if TYPE_CHECKING:
     from .index import Fingerprint, SimhashIndex
@@ -66,3 +67,4 @@ class InsertionSession:
                 with self.index.transaction() as conn:
                     for index in schema.documents.indexes:
                         conn.execute(CreateIndex(index, if_not_exists=True))
+                    analyze(conn)

@@ -13,11 +13,11 @@ from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Dialect
 from sqlalchemy.pool import PoolProxiedConnection
-from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from . import migrate, schema, sql
 from .bulk import InsertionSession
-from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, parse_url
+from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, open_read_engine, parse_url
 from .errors import (
     IndexNotFoundError,
     IndexUnavailableError,
@@ -80,12 +80,13 @@ class SimhashIndex:
         self.max_distance = max_distance
         self.min_similarity = min_similarity
         self._engine = open_engine(self.url)
+        self._reads = open_read_engine(self.url, self._engine)
         self._postgres = self.url.get_backend_name() == "postgresql"
         self._lock = threading.RLock() if is_memory(self.url) else None
         try:
             self.scheme = self._open(scheme, create)
         except Exception:
-            self._engine.dispose()
+            self.close()
             raise
 
     def __repr__(self) -> str:
@@ -97,7 +98,8 @@ class SimhashIndex:
         if not create and self.url.get_backend_name() == "sqlite" and not is_memory(self.url):
             if not self.url.query.get("uri") and not Path(self.url.database or "").is_file():
                 raise IndexNotFoundError(f"{masked(self.url)}: no such database file")  # connecting would create it
-        self._upgrade_if_older()
+        if create:
+            self._upgrade_if_older()
         with self.transaction(write=create) as conn:
             if self._postgres and create:  # two crawlers opening a new DB must not both create it
                 self._lock_schema(conn)
@@ -111,7 +113,12 @@ class SimhashIndex:
             if version is not None and version != schema.SCHEMA_VERSION:
                 raise SchemaVersionError(
                     f"{masked(self.url)} has schema version {version}; this simhash-index reads version "
-                    f"{schema.SCHEMA_VERSION}: use a new database, or the simhash-index version that wrote it"
+                    f"{schema.SCHEMA_VERSION}"
+                    + (
+                        ": opening it with create=True (a crawl, or `simhash-index import`) will upgrade it"
+                        if version in migrate.UPGRADABLE
+                        else ": use a new database, or the simhash-index version that wrote it"
+                    )
                 )
             recorded = stored.get("scheme")
             if recorded is not None and scheme is not None and recorded != scheme:
@@ -167,18 +174,21 @@ class SimhashIndex:
                 yield conn
 
     @contextmanager
-    def _single_read(self) -> Iterator[Connection | _RawSQLite]:
-        """Where one read statement runs: on SQLite the pooled DB-API connection itself (in
-        autocommit mode), skipping SQLAlchemy's Connection and its begin and commit, which cost
-        a third of a query's time; on PostgreSQL an autocommit transaction()."""
-        if self._postgres:
-            with self.transaction(write=False, single_statement=True) as conn:
-                yield conn
-            return
+    def _single_read(self) -> Iterator[_RawConnection]:
+        """Where one read statement runs: a pooled DB-API connection in autocommit mode
+        (engine.open_read_engine), skipping SQLAlchemy's Connection and its begin and commit,
+        a third of a lookup's time. A connection that failed is discarded, as SQLAlchemy's
+        Connection would."""
         with self._errors_named(), self._lock or _NO_LOCK:
-            raw = self._engine.raw_connection()
             try:
-                yield _RawSQLite(self._engine.dialect, raw)
+                raw = self._reads.raw_connection()
+            except self._reads.dialect.loaded_dbapi.Error as exc:  # the pool does not wrap these
+                raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {_first_line(exc)}") from exc
+            try:
+                yield _RawConnection(self._reads.dialect, raw)
+            except DBAPIError:
+                raw.invalidate()
+                raise
             finally:
                 raw.close()
 
@@ -224,7 +234,7 @@ class SimhashIndex:
             ).all()
         return [Duplicate(row.key, row.duplicate_of, row.distance, row.exact, as_utc(row.seen_at)) for row in rows]
 
-    def _candidates(self, conn: Connection | _RawSQLite, fingerprint: int) -> list[tuple[int, int]]:
+    def _candidates(self, conn: Connection | _RawConnection, fingerprint: int) -> list[tuple[int, int]]:
         """(id, distance) of stored pages within max_distance, nearest first."""
         limit = self.max_distance
         found = {}
@@ -235,7 +245,7 @@ class SimhashIndex:
                 found[row_id] = distance  # a page near in both halves comes once per half
         return sorted(found.items(), key=lambda item: (item[1], item[0]))
 
-    def _near(self, conn: Connection | _RawSQLite, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
+    def _near(self, conn: Connection | _RawConnection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
         candidates = self._candidates(conn, fingerprint)
         if not candidates:
             return []
@@ -396,6 +406,7 @@ class SimhashIndex:
 
     def close(self) -> None:
         self._engine.dispose()
+        self._reads.dispose()
 
     def __enter__(self) -> SimhashIndex:
         return self
@@ -405,8 +416,8 @@ class SimhashIndex:
 
 
 @dataclass(frozen=True)
-class _RawSQLite:
-    """What sql.fetch needs of a connection (its dialect, its DB-API connection), without SQLAlchemy's Connection."""
+class _RawConnection:
+    """What sql.fetch needs of a connection (its dialect, its pooled DB-API connection), without SQLAlchemy's."""
 
     dialect: Dialect
     connection: PoolProxiedConnection

@@ -22,16 +22,25 @@ def upgrade(conn: Connection, version: str) -> None:
 
 def _from_version_1(conn: Connection) -> None:
     """Version 1 kept four 16-bit block columns (NULL for exact-only pages), indexed in pairs,
-    and, on SQLite, timestamps as ISO text."""
+    and, on SQLite, timestamps as ISO text. SQLite keeps the block columns, no longer written."""
     run = conn.exec_driver_sql
     run("ALTER TABLE simhash_documents ADD COLUMN exact_only SMALLINT NOT NULL DEFAULT 0")
     run("UPDATE simhash_documents SET exact_only = 1 WHERE block0 IS NULL")
-    for name in ("block0", "block1", "block2", "block3", "text_hash"):
-        run(f"DROP INDEX ix_simhash_documents_{name}")
-    for i in range(4):
-        run(f"ALTER TABLE simhash_documents DROP COLUMN block{i}")
+    for name in ("block0", "block1", "block2", "block3", "text_hash"):  # a killed bulk load left them dropped
+        run(f"DROP INDEX IF EXISTS ix_simhash_documents_{name}")
+    if conn.dialect.name == "postgresql":  # instant there; SQLite would rewrite the table (and needs 3.35)
+        for i in range(4):
+            run(f"ALTER TABLE simhash_documents DROP COLUMN block{i}")
     if conn.dialect.name == "sqlite":  # ISO text (UTC) to whole seconds since 1970; strftime would round
         for table, column in (("simhash_documents", "stored_at"), ("simhash_duplicates", "seen_at")):
             run(f"UPDATE {table} SET {column} = CAST(strftime('%s', substr({column}, 1, 19)) AS INTEGER)")
     for index in schema.documents.indexes:
         conn.execute(CreateIndex(index, if_not_exists=True))
+    analyze(conn)
+
+
+def analyze(conn: Connection) -> None:
+    """PostgreSQL gathers statistics on index expressions only when it analyzes: without them its
+    planner guesses that a half lookup matches a large share of the table and may scan it."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ANALYZE simhash_documents")

@@ -10,7 +10,7 @@ import xxhash
 from .fingerprint import Signature
 from .simhash import to_signed
 
-MAX_SUPPORTED_DISTANCE = 3  # four 16-bit blocks: pigeonhole finds every match within 3 bits
+MAX_SUPPORTED_DISTANCE = 3  # halves probed one bit off: pigeonhole finds every match within 3 bits
 DEFAULT_MIN_SIMILARITY = 0.88  # estimated Jaccard; measured on the eval corpus (README, Accuracy)
 
 Fingerprint = int | Signature | None
@@ -43,7 +43,7 @@ def check_policy(max_distance: int, min_similarity: float) -> None:
     if not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_SUPPORTED_DISTANCE:
         raise ValueError(
             f"max_distance must be an integer from 0 to {MAX_SUPPORTED_DISTANCE} "
-            f"(four 16-bit blocks find every match within 3 bits); got {max_distance!r}"
+            f"(the index's lookups find every match within 3 bits); got {max_distance!r}"
         )
     if not 0.0 <= min_similarity <= 1.0:
         raise ValueError(f"min_similarity must be between 0 and 1; got {min_similarity!r}")

@@ -47,7 +47,7 @@ class Timestamp(TypeDecorator):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> object:
         if value is None or dialect.name != "sqlite":
             return value
-        return int(value.timestamp())
+        return int((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp())  # naive = UTC
 
     def process_result_value(self, value: object, dialect: Dialect) -> datetime | None:
         if value is None or dialect.name != "sqlite":

@@ -73,7 +73,7 @@ def fetch(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
     """Rows of plain SQL as plain tuples, from the DB-API cursor of the connection's transaction.
 
     `conn` needs only `.dialect` and `.connection` (the DB-API connection): a SQLAlchemy
-    Connection, or the raw SQLite one of SimhashIndex._single_read.
+    Connection, or the raw one of SimhashIndex._single_read.
 
     A query's statements cost more in SQLAlchemy's execution and row machinery than in
     SQLite's index lookups. A driver error is still raised as SQLAlchemy's, as transaction()

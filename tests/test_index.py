@@ -26,6 +26,7 @@ from simhash_index import (
     hamming,
 )
 from simhash_index import sql
+from simhash_index.simhash import to_unsigned
 from simhash_index.redis_index import split_url
 from simhash_index.sketch import minhash
 
@@ -425,6 +426,41 @@ def test_lookups_use_the_half_indexes(request, backend):
             plan = " ".join(str(row) for row in sql.fetch(conn, explain + sql.CANDIDATES[name], sql.probe_values(name, 5)))
         assert "ix_simhash_documents_low_half" in plan and "ix_simhash_documents_high_half" in plan, plan
         assert "SCAN simhash_documents" not in plan and "Seq Scan" not in plan, plan
+
+
+def test_queries_leave_pooled_postgres_connections_transactional(postgres_url):
+    """query() reads in autocommit mode; the connection it hands back must open transactions again."""
+    with SimhashIndex(postgres_url) as index:
+        index.add("a", 5)
+        for _ in range(3):
+            assert [m.key for m in index.query(5)] == ["a"]
+        with pytest.raises(ValueError):
+            index.query(-1)
+        with index.transaction() as conn:
+            assert conn.connection.driver_connection.autocommit is False
+            conn.exec_driver_sql("INSERT INTO simhash_meta (name, value) VALUES ('probe', 'x')")
+            status = conn.connection.driver_connection.info.transaction_status.name
+        assert status == "INTRANS"  # the insert ran in a transaction, not on its own
+
+
+EDGE_FINGERPRINTS = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**63 + 2**31, 2**64 - 1]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_half_keys_are_what_the_database_indexes(request, backend):
+    """The keys a lookup binds equal the indexed expressions as the database computes them, top bits included."""
+    with SimhashIndex(request.getfixturevalue(f"{backend}_url")) as index:
+        index.add_many((f"k{fp}", fp) for fp in EDGE_FINGERPRINTS)
+        with index.transaction(write=False) as conn:
+            expressions = ", ".join(sql.HALF_KEYS.values())
+            rows = conn.exec_driver_sql(f"SELECT fingerprint, {expressions} FROM simhash_documents").all()
+    assert sorted((to_unsigned(fp), low, high) for fp, low, high in rows) == [
+        (fp, *sql.half_keys(fp)) for fp in EDGE_FINGERPRINTS
+    ]
+    for fp in EDGE_FINGERPRINTS:
+        low, high = sql.probe_keys(fp)
+        assert low == [sql.half_keys(fp ^ flip)[0] for flip in (0, *(1 << bit for bit in range(32)))]
+        assert high == [sql.half_keys(fp ^ flip)[1] for flip in (0, *(1 << bit for bit in range(32, 64)))]
 
 
 @st.composite
