@@ -68,15 +68,24 @@ def open_engine(url: URL) -> Engine:
 
 
 def open_read_engine(url: URL, engine: Engine) -> Engine:
-    """Where single read statements run: on PostgreSQL a pool of its own whose connections stay in
-    autocommit mode, so a lookup costs one round trip and no mode switches; SQLite's reads run in
-    autocommit mode on `engine` already."""
-    if url.get_backend_name() == "sqlite":
+    """Where single read statements (lookups) run, in a pool of their own.
+
+    PostgreSQL: connections that stay in autocommit mode, so a lookup costs one round trip and
+    no mode switches. SQLite (in autocommit mode already): connections that read the file through
+    a memory map, up to SQLite's default 2 GB cap, rather than read() calls into each connection's
+    cache. A lookup probes ~66 random index pages, which past a few million pages no longer fit the
+    cache (10M pages: 5,900 -> 7,400 queries/s). Mapped pages count in the process's RSS (about
+    1 GB at 10M pages), though they are the kernel's file cache, shared and reclaimable: only the
+    lookups map, not writes and bulk loads. An in-memory SQLite database has one connection.
+    """
+    if is_memory(url):
         return engine
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, memory_map=True)
     return create_engine(url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None)
 
 
-def _sqlite_engine(url: URL) -> Engine:
+def _sqlite_engine(url: URL, *, memory_map: bool = False) -> Engine:
     connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
     if is_memory(url):
         engine = create_engine(url, connect_args=connect_args, poolclass=StaticPool)
@@ -92,10 +101,8 @@ def _sqlite_engine(url: URL) -> Engine:
         # 64 MiB page cache (the default is 2 MiB): index inserts land on random pages,
         # and with a million fingerprints stored a small cache rereads them for every row.
         cursor.execute("PRAGMA cache_size=-65536")
-        # Read through a memory map (up to SQLite's default 2 GB cap) rather than read() calls into
-        # each connection's cache: a lookup probes ~66 random index pages, and past a few million
-        # pages they no longer fit the cache (10M: 5,900 -> 7,400 queries/s; no RSS of its own).
-        cursor.execute("PRAGMA mmap_size=2147418112")
+        if memory_map:  # see open_read_engine
+            cursor.execute("PRAGMA mmap_size=2147418112")
         # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the
         # files, and with a commit per check_and_add those syncs took a fifth of its time.
         # After a checkpoint the WAL file is cut back to 64 MiB.
