@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.schema import CreateIndex, DropIndex
 
-from . import schema
+from . import schema, sql
 from .migrate import analyze
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class InsertionSession:
 
     def add(self, key: str, fingerprint: Fingerprint) -> None:
         """Store a page (an int fingerprint or a Signature); replaces a stored one with this key."""
-        self._batch.append(self.index._document_values(key, fingerprint))
+        self._batch.append(sql.document_values(key, fingerprint))
         if len(self._batch) >= self.batch_size:
             self.flush()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from contextlib import contextmanager
@@ -11,8 +10,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, Connection, Dialect
-from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from . import migrate, schema, sql
@@ -39,11 +37,6 @@ from .records import (  # noqa: F401 - re-exported: index.py is where users find
 )
 from .simhash import blocks, hamming, to_signed, to_unsigned
 from .sketch import similarity
-
-def _stored_values(signature: Signature) -> tuple[int | None, int | None, int]:
-    """(text_hash, fingerprint, exact_only) as the documents table stores them."""
-    th, fp = signature.text_hash, signature.simhash
-    return (None if th is None else to_signed(th), None if fp is None else to_signed(fp), int(not signature.near_matchable))
 
 
 def _now() -> datetime:
@@ -174,7 +167,7 @@ class SimhashIndex:
                 yield conn
 
     @contextmanager
-    def _single_read(self) -> Iterator[_RawConnection]:
+    def _single_read(self) -> Iterator[sql.RawConnection]:
         """Where one read statement runs: a pooled DB-API connection in autocommit mode
         (engine.open_read_engine), skipping SQLAlchemy's Connection and its begin and commit,
         a third of a lookup's time. A connection that failed is discarded, as SQLAlchemy's
@@ -185,7 +178,7 @@ class SimhashIndex:
             except self._reads.dialect.loaded_dbapi.Error as exc:  # the pool does not wrap these
                 raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {_first_line(exc)}") from exc
             try:
-                yield _RawConnection(self._reads.dialect, raw)
+                yield sql.RawConnection(self._reads.dialect, raw)
             except DBAPIError:
                 raw.invalidate()
                 raise
@@ -234,7 +227,7 @@ class SimhashIndex:
             ).all()
         return [Duplicate(row.key, row.duplicate_of, row.distance, row.exact, as_utc(row.seen_at)) for row in rows]
 
-    def _candidates(self, conn: Connection | _RawConnection, fingerprint: int) -> list[tuple[int, int]]:
+    def _candidates(self, conn: Connection | sql.RawConnection, fingerprint: int) -> list[tuple[int, int]]:
         """(id, distance) of stored pages within max_distance, nearest first."""
         limit = self.max_distance
         found = {}
@@ -245,7 +238,7 @@ class SimhashIndex:
                 found[row_id] = distance  # a page near in both halves comes once per half
         return sorted(found.items(), key=lambda item: (item[1], item[0]))
 
-    def _near(self, conn: Connection | _RawConnection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
+    def _near(self, conn: Connection | sql.RawConnection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
         candidates = self._candidates(conn, fingerprint)
         if not candidates:
             return []
@@ -329,7 +322,8 @@ class SimhashIndex:
         duplicate before is checked again, and stored if it no longer is one.
         """
         signature = _signature(fingerprint, text_hash, sketch)
-        own_hash = key_hash(key)
+        row = sql.document_values(key, signature)
+        own_hash = row[1]  # key_hash(key)
         with self.transaction() as conn:
             # Plain SQL on the driver's cursor: this runs once per crawled page.
             mark = sql.MARKS[conn.dialect.paramstyle]
@@ -337,9 +331,8 @@ class SimhashIndex:
                 self._lock_neighbourhood(conn, signature, own_hash)
             stored = sql.fetch(conn, sql.SELECT_BY_KEY.format(mark=mark), (own_hash,))
             if stored:
-                row_id, *values = stored[0]
-                if (values[0], values[1], int(values[2])) != _stored_values(signature):
-                    self._write_documents(conn, [self._document_values(key, signature)])
+                if stored[0][1:] != row[sql.STORED_CONTENT]:
+                    self._write_documents(conn, [row])
                 return None
             match = self._exact(conn, signature)
             if match is None and signature.near_matchable:
@@ -347,7 +340,7 @@ class SimhashIndex:
                 match = near[0] if near else None
             if match is None:
                 conn.exec_driver_sql(sql.DELETE_LOGGED.format(mark=mark), (own_hash,))
-                self._write_documents(conn, [self._document_values(key, signature)])
+                self._write_documents(conn, [row])
                 return None
             self._log_duplicate(conn, key, own_hash, match)
             return match
@@ -381,27 +374,6 @@ class SimhashIndex:
             row,
         )
 
-    @classmethod
-    def _document_values(cls, key: str, fingerprint: Fingerprint) -> tuple:
-        """A document row as the tuple _write_documents takes."""
-        if type(fingerprint) is int:  # the bulk-load case: no Signature, no dict per row
-            return (key, key_hash(key), to_signed(fingerprint), 0, None, None)
-        row = cls._document_row(key, _signature(fingerprint, None, None))
-        return tuple(row[column] for column in sql.UPSERT_COLUMNS[:-1])
-
-    @staticmethod
-    def _document_row(key: str, signature: Signature) -> dict:
-        fp = signature.simhash
-        return {
-            "key": key,
-            "key_hash": key_hash(key),
-            "fingerprint": None if fp is None else to_signed(fp),
-            "exact_only": int(not signature.near_matchable),
-            "text_hash": None if signature.text_hash is None else to_signed(signature.text_hash),
-            "sketch": signature.sketch,
-            "stored_at": _now(),
-        }
-
     # -- lifecycle ----------------------------------------------------------------
 
     def close(self) -> None:
@@ -413,14 +385,6 @@ class SimhashIndex:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-@dataclass(frozen=True)
-class _RawConnection:
-    """What sql.fetch needs of a connection (its dialect, its pooled DB-API connection), without SQLAlchemy's."""
-
-    dialect: Dialect
-    connection: PoolProxiedConnection
 
 
 class _NoLock:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 from sqlalchemy import Select, func, insert, literal_column, or_, select
@@ -270,7 +270,8 @@ class DryRunIndex:
     def _copy_neighbourhood(self, key: str, signature: Signature) -> None:
         if isinstance(self._source, RedisIndex):
             near_pages = self._source.neighbourhood(key, signature)
-            rows = [SimhashIndex._document_row(page, stored) for page, stored in near_pages]
+            now = datetime.now(timezone.utc)
+            rows = [dict(zip(sql.UPSERT_COLUMNS, (*sql.document_values(page, stored), now))) for page, stored in near_pages]
         else:
             d = schema.documents.c
             near = [d.key_hash == key_hash(key)]

@@ -7,8 +7,14 @@ parameters, never formatted into the SQL).
 
 from __future__ import annotations
 
-from sqlalchemy.engine import Connection
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
+
+from .records import Fingerprint, _signature, key_hash
+from .simhash import to_signed
 
 MASK64 = (1 << 64) - 1
 MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # positional placeholder by DB-API paramstyle
@@ -24,7 +30,8 @@ UPSERT = (
     f"INSERT INTO simhash_documents ({', '.join(UPSERT_COLUMNS)}) VALUES ({{marks}}) ON CONFLICT (key_hash) "
     f"DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in UPSERT_COLUMNS if c != 'key_hash')}"
 )
-SELECT_BY_KEY = "SELECT id, text_hash, fingerprint, exact_only FROM simhash_documents WHERE key_hash = {mark}"
+SELECT_BY_KEY = "SELECT id, fingerprint, exact_only, text_hash FROM simhash_documents WHERE key_hash = {mark}"
+STORED_CONTENT = slice(2, 5)  # of a document_values() row: what SELECT_BY_KEY reads back after the id
 SELECT_BY_TEXT = "SELECT key, fingerprint FROM simhash_documents WHERE text_hash = {mark} LIMIT 1"
 DELETE_LOGGED = "DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
 # Both half lookups in one round trip: a half equal to the query's or one bit off (33
@@ -69,11 +76,34 @@ def probe_values(dialect_name: str, fingerprint: int) -> tuple:
     return "{" + ",".join(map(str, low)) + "}", "{" + ",".join(map(str, high)) + "}"
 
 
-def fetch(conn: Connection, statement: str, parameters: tuple) -> list[tuple]:
+def document_values(key: str, fingerprint: Fingerprint) -> tuple:
+    """A documents row in UPSERT_COLUMNS order, without stored_at (the writer adds it)."""
+    if type(fingerprint) is int:  # the bulk-load case: no Signature
+        return (key, key_hash(key), to_signed(fingerprint), 0, None, None)
+    signature = _signature(fingerprint, None, None)
+    fp, th = signature.simhash, signature.text_hash
+    return (
+        key,
+        key_hash(key),
+        None if fp is None else to_signed(fp),
+        int(not signature.near_matchable),
+        None if th is None else to_signed(th),
+        signature.sketch,
+    )
+
+
+@dataclass(frozen=True)
+class RawConnection:
+    """What fetch needs of a connection (its dialect, its pooled DB-API connection), without SQLAlchemy's."""
+
+    dialect: Dialect
+    connection: PoolProxiedConnection
+
+
+def fetch(conn: Connection | RawConnection, statement: str, parameters: tuple) -> list[tuple]:
     """Rows of plain SQL as plain tuples, from the DB-API cursor of the connection's transaction.
 
-    `conn` needs only `.dialect` and `.connection` (the DB-API connection): a SQLAlchemy
-    Connection, or the raw one of SimhashIndex._single_read.
+    `conn` is a SQLAlchemy Connection, or a RawConnection (SimhashIndex._single_read).
 
     A query's statements cost more in SQLAlchemy's execution and row machinery than in
     SQLite's index lookups. A driver error is still raised as SQLAlchemy's, as transaction()
