@@ -6,22 +6,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
-from sqlalchemy.schema import CreateIndex, DropIndex
+from sqlalchemy.schema import DropIndex
 
 from . import schema, sql
-from .migrate import analyze
+from .indexes import build_missing_indexes, key_indexes
 
 if TYPE_CHECKING:
     from .index import Fingerprint, SimhashIndex
 
-
 class InsertionSession:
     """Stores pages in batches of `batch_size` rows, one transaction each, without checks.
 
-    Into an empty index, the fingerprint-half and text-hash indexes are dropped for the load
-    and built once at the end: one sort costs far less than millions of random
-    B-tree inserts. `on_batch(stored_so_far)` is called after each batch (for a
-    progress bar).
+    Into an empty index, the documents' indexes (the unique key hash's too) are dropped for the
+    load and built once at the end: one sort costs far less than millions of random B-tree
+    inserts. A key added twice keeps its last fingerprint either way. `on_batch(stored_so_far)`
+    is called after each batch (for a progress bar).
     """
 
     def __init__(
@@ -35,13 +34,16 @@ class InsertionSession:
         self.stored = 0
         self._batch: list[tuple] = []
         self._rebuild = False
+        self._keys_unique = True  # while the key-hash index stands, rows are upserted
 
     def __enter__(self) -> InsertionSession:
         with self.index.transaction() as conn:
             empty = conn.execute(select(schema.documents.c.id).limit(1)).first() is None
             if empty:
-                for index in schema.documents.indexes:
+                dropped = key_indexes(conn)
+                for index in dropped:
                     conn.execute(DropIndex(index, if_exists=True))  # reflection skips expression indexes
+                self._keys_unique = schema.KEY_HASH_INDEX not in dropped
         self._rebuild = empty
         return self
 
@@ -53,7 +55,7 @@ class InsertionSession:
 
     def flush(self) -> None:
         if self._batch:
-            self.stored += self.index._upsert(self._batch)
+            self.stored += self.index._upsert(self._batch, replace=self._keys_unique)
             self._batch = []
             if self.on_batch is not None:
                 self.on_batch(self.stored)
@@ -65,6 +67,4 @@ class InsertionSession:
         finally:
             if self._rebuild:
                 with self.index.transaction() as conn:
-                    for index in schema.documents.indexes:
-                        conn.execute(CreateIndex(index, if_not_exists=True))
-                    analyze(conn)
+                    build_missing_indexes(conn)

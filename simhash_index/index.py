@@ -24,6 +24,7 @@ from .errors import (
     SimhashIndexError,
 )
 from .fingerprint import DEFAULT, Signature
+from .indexes import build_missing_indexes
 from .records import (  # noqa: F401 - re-exported: index.py is where users find them
     DEFAULT_MIN_SIMILARITY,
     MAX_SUPPORTED_DISTANCE,
@@ -120,6 +121,8 @@ class SimhashIndex:
                     f"  database: {recorded}\n  asked:    {scheme}\n"
                     "use the database's fingerprinter settings, or a new database"
                 )
+            if exists and create:
+                build_missing_indexes(conn)
             missing = {"schema_version": schema.SCHEMA_VERSION, "scheme": scheme or DEFAULT.scheme}
             rows = [{"name": k, "value": v} for k, v in missing.items() if k not in stored]
             if rows and create:
@@ -227,32 +230,10 @@ class SimhashIndex:
             ).all()
         return [Duplicate(row.key, row.duplicate_of, row.distance, row.exact, as_utc(row.seen_at)) for row in rows]
 
-    def _candidates(self, conn: Connection | sql.RawConnection, fingerprint: int) -> list[tuple[int, int]]:
-        """(id, distance) of stored pages within max_distance, nearest first."""
-        limit = self.max_distance
-        found = {}
-        name = conn.dialect.name
-        for row_id, stored, exact_only in sql.fetch(conn, sql.CANDIDATES[name], sql.probe_values(name, fingerprint)):
-            distance = ((stored ^ fingerprint) & sql.MASK64).bit_count()
-            if distance <= limit and not exact_only:
-                found[row_id] = distance  # a page near in both halves comes once per half
-        return sorted(found.items(), key=lambda item: (item[1], item[0]))
-
     def _near(self, conn: Connection | sql.RawConnection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
-        candidates = self._candidates(conn, fingerprint)
-        if not candidates:
-            return []
-        mark = sql.MARKS[conn.dialect.paramstyle]
-        statement = (
-            f"SELECT id, key, fingerprint, sketch FROM {schema.documents.name} "
-            f"WHERE id IN ({', '.join([mark] * len(candidates))})"
-        )
-        rows = {row[0]: row[1:] for row in sql.fetch(conn, statement, tuple(row_id for row_id, _ in candidates))}
+        """Stored pages within max_distance (and min_similarity, given a sketch), nearest first."""
         matches = []
-        for row_id, distance in candidates:
-            if row_id not in rows:  # replaced between the two reads of an autocommit query
-                continue
-            key, stored, stored_sketch = rows[row_id]
+        for distance, _, key, stored, stored_sketch in self._near_rows(conn, fingerprint):
             score = None
             if sketch is not None and stored_sketch is not None and len(stored_sketch) == len(sketch):
                 score = similarity(sketch, bytes(stored_sketch))
@@ -260,6 +241,33 @@ class SimhashIndex:
                     continue
             matches.append(Match(key, to_unsigned(stored), distance, similarity=score))
         return matches
+
+    def _near_rows(self, conn: Connection | sql.RawConnection, fingerprint: int) -> list[tuple]:
+        """(distance, id, key, fingerprint, sketch) of the stored pages within max_distance, nearest first.
+
+        PostgreSQL answers in one statement (sql.NEAR_POSTGRES). SQLite, with no round trips to
+        save, reads the half lookups' rows, and only the near ones' keys and sketches.
+        """
+        name = conn.dialect.name
+        statement, parameters = sql.lookup(name, fingerprint, self.max_distance)
+        if name == "postgresql":
+            rows = sql.fetch(conn, statement, parameters)
+            return sorted((_distance(stored, fingerprint), row_id, key, stored, s) for row_id, key, stored, s in rows)
+        near = {}
+        for row_id, stored, exact_only in sql.fetch(conn, statement, parameters):
+            distance = _distance(stored, fingerprint)
+            if distance <= self.max_distance and not exact_only:
+                near[row_id] = distance  # a page near in both halves comes once per half
+        if not near:
+            return []
+        mark = sql.MARKS[conn.dialect.paramstyle]
+        statement = (
+            f"SELECT id, key, fingerprint, sketch FROM {schema.documents.name} "
+            f"WHERE id IN ({', '.join([mark] * len(near))})"
+        )
+        rows = sql.fetch(conn, statement, tuple(near))
+        # a row missing was replaced between the two reads of an autocommit query
+        return sorted((near[row_id], row_id, key, stored, s) for row_id, key, stored, s in rows)
 
     def _exact(self, conn: Connection, signature: Signature) -> Match | None:
         if signature.text_hash is None:
@@ -292,24 +300,27 @@ class SimhashIndex:
         """A context manager for bulk loads: `with index.insertion_session() as s: s.add(key, fp)`."""
         return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
 
-    def _upsert(self, rows: list[tuple]) -> int:
-        """Insert or replace document rows in one transaction; a stored page is no longer a logged duplicate."""
+    def _upsert(self, rows: list[tuple], *, replace: bool = True) -> int:
+        """Insert or replace document rows in one transaction; a stored page is no longer a logged duplicate.
+
+        `replace=False`: plain inserts, for a bulk load that dropped the key-hash index.
+        """
         with self.transaction() as conn:
-            self._write_documents(conn, rows)
+            self._write_documents(conn, rows, replace=replace)
             if conn.execute(select(schema.duplicates.c.id).limit(1)).first() is not None:
                 statement = sql.DELETE_LOGGED.format(mark=sql.MARKS[conn.dialect.paramstyle])
                 conn.exec_driver_sql(statement, [(row[1],) for row in rows])
         return len(rows)
 
     @staticmethod
-    def _write_documents(conn: Connection, rows: list[tuple]) -> None:
+    def _write_documents(conn: Connection, rows: list[tuple], *, replace: bool = True) -> None:
         """Upsert rows of sql.UPSERT_COLUMNS but stored_at, straight to the driver's executemany:
         SQLAlchemy's per-row parameter processing costs more than SQLite's inserts."""
         stored_at = _now()
         process = schema.documents.c.stored_at.type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
         stored_at = process(stored_at) if process else stored_at
         mark = sql.MARKS[conn.dialect.paramstyle]
-        statement = sql.UPSERT.format(marks=", ".join([mark] * len(sql.UPSERT_COLUMNS)))
+        statement = (sql.UPSERT if replace else sql.INSERT).format(marks=", ".join([mark] * len(sql.UPSERT_COLUMNS)))
         conn.exec_driver_sql(statement, [(*row, stored_at) for row in rows])
 
     def check_and_add(
@@ -396,6 +407,11 @@ class _NoLock:
 
 
 _NO_LOCK = _NoLock()
+
+
+def _distance(stored: int, fingerprint: int) -> int:
+    """Bits between a stored (signed) fingerprint and an unsigned one."""
+    return ((stored ^ fingerprint) & sql.MASK64).bit_count()
 
 
 def _first_line(error: object) -> str:

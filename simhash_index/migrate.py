@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import update
 from sqlalchemy.engine import Connection
-from sqlalchemy.schema import CreateIndex
 
 from . import schema
+from .indexes import build_missing_indexes
 
 UPGRADABLE = {"1"}  # schema versions this version upgrades to schema.SCHEMA_VERSION
 
@@ -34,13 +34,4 @@ def _from_version_1(conn: Connection) -> None:
     if conn.dialect.name == "sqlite":  # ISO text (UTC) to whole seconds since 1970; strftime would round
         for table, column in (("simhash_documents", "stored_at"), ("simhash_duplicates", "seen_at")):
             run(f"UPDATE {table} SET {column} = CAST(strftime('%s', substr({column}, 1, 19)) AS INTEGER)")
-    for index in schema.documents.indexes:
-        conn.execute(CreateIndex(index, if_not_exists=True))
-    analyze(conn)
-
-
-def analyze(conn: Connection) -> None:
-    """PostgreSQL gathers statistics on index expressions only when it analyzes: without them its
-    planner guesses that a half lookup matches a large share of the table and may scan it."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("ANALYZE simhash_documents")
+    build_missing_indexes(conn)

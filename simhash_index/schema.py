@@ -69,7 +69,7 @@ documents = Table(
     metadata,
     Column("id", Integer().with_variant(BigInteger, "postgresql"), primary_key=True, autoincrement=True),
     Column("key", Text, nullable=False),
-    Column("key_hash", BigInteger, nullable=False, unique=True),
+    Column("key_hash", BigInteger, nullable=False),  # unique: KEY_HASH_INDEX
     Column("fingerprint", BigInteger),
     Column("exact_only", SmallInteger, nullable=False),  # 1: a short text (or no fingerprint), matched by text only
     Column("text_hash", BigInteger),
@@ -80,6 +80,10 @@ documents = Table(
     # its fingerprint once.
     *(Index(f"ix_simhash_documents_{name}", text(expression)) for name, expression in HALF_KEYS.items()),
 )
+# A unique index rather than a UNIQUE constraint, so that a bulk load can drop it and build it
+# once at the end, as it does the others (SQLite cannot drop a constraint). Tables written
+# before it keep their constraint (bulk.key_indexes).
+KEY_HASH_INDEX = Index("ix_simhash_documents_key_hash", documents.c.key_hash, unique=True)
 # Bulk-loaded fingerprints come without a text hash: a partial index leaves those out.
 Index(
     "ix_simhash_documents_text_hash",

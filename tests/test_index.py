@@ -423,7 +423,8 @@ def test_lookups_use_the_half_indexes(request, backend):
                 conn.exec_driver_sql("ANALYZE simhash_documents")
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 2,000 rows: a scan could be cheaper
                 explain = "EXPLAIN "
-            plan = " ".join(str(row) for row in sql.fetch(conn, explain + sql.CANDIDATES[name], sql.probe_values(name, 5)))
+            statement, parameters = sql.lookup(name, 5, index.max_distance)  # what query() runs
+            plan = " ".join(str(row) for row in sql.fetch(conn, explain + statement, parameters))
         assert "ix_simhash_documents_low_half" in plan and "ix_simhash_documents_high_half" in plan, plan
         assert "SCAN simhash_documents" not in plan and "Seq Scan" not in plan, plan
 

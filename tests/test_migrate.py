@@ -108,7 +108,8 @@ def test_version_1_is_upgraded_when_opened(request, backend, without_indexes):
             if name == "postgresql":
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 3 rows: a scan would be cheaper
             explain = "EXPLAIN QUERY PLAN " if name == "sqlite" else "EXPLAIN "
-            plan = str(sql.fetch(conn, explain + sql.CANDIDATES[name], sql.probe_values(name, NEAR)))
+            statement, parameters = sql.lookup(name, NEAR, index.max_distance)
+            plan = str(sql.fetch(conn, explain + statement, parameters))
             listing = (
                 "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents'"
                 if name == "sqlite"

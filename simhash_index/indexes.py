@@ -1,0 +1,68 @@
+"""The documents table's indexes: which a table has, and building those missing.
+
+A bulk load into an empty index drops them and builds them at the end (bulk.py); one killed
+before the end leaves them out, and the next writer to open the index builds them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Index
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.schema import CreateIndex
+
+from . import schema
+
+# Keys loaded more than once, with the key-hash index dropped: the last row of each stays, as add() would leave it.
+_KEEP_LAST = (
+    "DELETE FROM simhash_documents WHERE id NOT IN (SELECT MAX(id) FROM simhash_documents GROUP BY key_hash)"
+)
+
+
+def key_indexes(conn: Connection) -> list[Index]:
+    """The documents' indexes, less the key-hash index where the table's key_hash has the UNIQUE
+    constraint that tables written before it have instead (it would be a second one)."""
+    if conn.dialect.name == "sqlite":  # the constraint's index; the primary key is the rowid
+        statement = (
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents' "
+            "AND name LIKE 'sqlite\\_autoindex\\_%' ESCAPE '\\'"
+        )
+    else:
+        statement = "SELECT 1 FROM pg_constraint WHERE conrelid = 'simhash_documents'::regclass AND contype = 'u'"
+    constrained = conn.exec_driver_sql(statement).first() is not None
+    return [index for index in schema.documents.indexes if not (constrained and index is schema.KEY_HASH_INDEX)]
+
+
+def build_missing_indexes(conn: Connection) -> list[str]:
+    """Build the documents' indexes that are missing: a bulk load into an empty index builds them
+    last, and one killed before that left them out. Returns their names."""
+    if conn.dialect.name == "sqlite":
+        listing = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents'"
+    else:  # SQLAlchemy's inspector skips expression indexes
+        listing = "SELECT indexname FROM pg_indexes WHERE tablename = 'simhash_documents' AND schemaname = current_schema()"
+    present = set(conn.exec_driver_sql(listing).scalars())
+    missing = [index for index in key_indexes(conn) if index.name not in present]
+    for index in missing:
+        if index.unique:
+            _build_unique(conn, index)
+        else:
+            conn.execute(CreateIndex(index))
+    if missing:
+        analyze(conn)
+    return [str(index.name) for index in missing]
+
+
+def analyze(conn: Connection) -> None:
+    """PostgreSQL gathers statistics on index expressions only when it analyzes: without them its
+    planner guesses that a half lookup matches a large share of the table and may scan it."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ANALYZE simhash_documents")
+
+
+def _build_unique(conn: Connection, index: Index) -> None:
+    try:
+        with conn.begin_nested():  # PostgreSQL: a failed statement would abort the transaction
+            conn.execute(CreateIndex(index))
+    except IntegrityError:
+        conn.exec_driver_sql(_KEEP_LAST)
+        conn.execute(CreateIndex(index))
