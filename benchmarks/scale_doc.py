@@ -14,10 +14,9 @@ BYTES = """Per page, SQLite stores the row (rowid, the key as text, key hash, fi
 hash and sketch, `stored_at` as a 4-byte integer of seconds) and one entry in each of three indexes:
 the unique key hash, and the two half expression indexes (a 4-byte key and the rowid each). The
 partial text-hash index (`WHERE text_hash IS NOT NULL`) is empty here: these pages have no text hash.
+The session builds every index once, sorted, after loading the rows, so their pages are full.
 PostgreSQL adds a 24-byte tuple header and a 4-byte line pointer per row, a BIGINT id with its own
-primary-key index, and 8-byte aligned index entries; its unique key-hash index is filled by random
-inserts during the load (the session drops and rebuilds only the half and text-hash indexes), which
-leaves its pages partly empty. Pages from a crawl also carry their 256-byte MinHash sketch and an
+primary-key index (filled as rows arrive, in id order), and 8-byte aligned index entries. Pages from a crawl also carry their 256-byte MinHash sketch and an
 8-byte text hash with an entry in the text-hash index: on SQLite about 285 bytes more than these (269
 in the row, 17 in the text-hash index; measured once at 100,000 pages, 403 bytes a page against 117)."""
 
@@ -61,7 +60,12 @@ rows its filters and rechecks dropped included).{planner}
 
 Then, over all indexes in interleaved rounds (a shared machine's load hits all alike): `query()` on
 {args.queries:,} random fingerprints and {max(1, args.queries // 4):,} planted ones (a stored fingerprint with 1 to
-3 bits flipped) per round, {args.rounds} rounds, medians; `check_and_add()` {args.checks:,} times per index
+3 bits flipped) per round, {args.rounds} rounds, medians. SQLite runs the half lookups, then reads the keys
+and sketches of the pages within distance 3; PostgreSQL, for which a round trip costs more than the
+lookup, runs one statement (`sql.NEAR_POSTGRES`: both halves' probes OR'ed into one bitmap, the distance
+tested on the server, the matches' keys and sketches returned). Beside PostgreSQL's queries, in the same
+rounds, as many bare `SELECT 1` statements on the pooled connection `query()` reads on: the round trip
+under every PostgreSQL query; `check_and_add()` {args.checks:,} times per index
 in {args.check_rounds} rounds (each call its own transaction and commit; one in ten a near-duplicate of a
 stored page), median of the rounds. Bytes on disk: SQLite's file after a WAL checkpoint, PostgreSQL's
 `pg_total_relation_size` of the tables, over N. A fresh process starts at

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from simhash_index import SimhashIndex
-from simhash_index.sql import CANDIDATES, MASK64, fetch, probe_values
+from simhash_index.sql import CANDIDATES, MASK64, fetch, lookup, probe_values
 
 BLOCK_VALUES = 1 << 16
 HALF_NAMES = ("low", "high")  # bits 0-31 (block0 + block1), bits 32-63 (block2 + block3)
@@ -43,14 +43,15 @@ def lookup_rows(index: SimhashIndex, queries: Iterable[int]) -> list[list[int]]:
 
 
 def examined(index: SimhashIndex, q: int) -> int | None:
-    """Table rows the database fetched for the half lookups, rows its filters dropped included (None: not known).
+    """Table rows the database fetched for query()'s lookup, rows its filters dropped included (None: not known).
 
     SQLite: when its plan searches each half's expression index on the whole key, it fetches just
-    the rows it returns. PostgreSQL: from EXPLAIN ANALYZE's scan nodes.
+    the rows it returns. PostgreSQL (whose statement also filters on the distance): from EXPLAIN
+    ANALYZE's scan nodes.
     """
     with index.transaction(write=False) as conn:
         name = conn.dialect.name
-        statement, params = CANDIDATES[name], probe_values(name, q)
+        statement, params = lookup(name, q, index.max_distance)
         if name == "sqlite":
             plan = [row[-1] for row in fetch(conn, "EXPLAIN QUERY PLAN " + statement, params)]
             searches = [line for line in plan if line.startswith("SEARCH")]

@@ -19,6 +19,7 @@ from benchmarks._stores import disk_bytes, storage_parts, vacuum
 from benchmarks.scale_lookups import BlockCounts, examined, lookup_rows
 from simhash_index import SimhashIndex
 from simhash_index.index import Fingerprint
+from simhash_index.sql import fetch
 
 SAMPLE = 5_000  # stored fingerprints a load hands back, for planted queries and near-duplicate checks
 
@@ -100,7 +101,7 @@ class Case:
     url: str
     loaded: dict
     index: SimhashIndex
-    seconds: dict[str, list[float]] = field(default_factory=lambda: {"random": [], "planted": [], "checks": []})
+    seconds: dict[str, list[float]] = field(default_factory=lambda: {"random": [], "planted": [], "checks": [], "round_trip": []})
     figures: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -141,10 +142,23 @@ def time_queries(cases: list[Case], args: argparse.Namespace, rng: random.Random
                     for q in queries:
                         case.index.query(q)
                 case.seconds[kind].append(timer.seconds / len(queries))
+            if case.backend == "postgres":
+                case.seconds["round_trip"].append(round_trip(case.index, len(random_queries)))
         print(f"queries, round {round_ + 1}/{args.rounds}: " + ", ".join(
             f"{c.name} {1 / c.seconds['random'][-1]:,.0f}/s" for c in cases), flush=True)
     for case in cases:
         case.figures.update(random=1 / median(case.seconds["random"]), planted=1 / median(case.seconds["planted"]))
+        if case.seconds["round_trip"]:
+            case.figures["round_trip"] = 1 / median(case.seconds["round_trip"])
+
+
+def round_trip(index: SimhashIndex, count: int) -> float:
+    """Seconds per `SELECT 1` on the pooled connection query() reads on: the floor under a PostgreSQL query."""
+    with Timer() as timer:
+        for _ in range(count):
+            with index._single_read() as conn:
+                fetch(conn, "SELECT 1", ())
+    return timer.seconds / count
 
 
 def time_checks(cases: list[Case], args: argparse.Namespace, rng: random.Random) -> None:
