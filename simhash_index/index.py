@@ -95,6 +95,12 @@ class SimhashIndex:
         if create:
             self._upgrade_if_older()
         with self.transaction(write=create) as conn:
+            server = conn.dialect.server_version_info or ()
+            if self._postgres and server < (14,):  # lookups call bit_count (sql.NEAR_POSTGRES)
+                raise SimhashIndexError(
+                    f"{masked(self.url)} runs PostgreSQL {'.'.join(map(str, server))}; simhash-index needs "
+                    "PostgreSQL 14 or later"
+                )
             if self._postgres and create:  # two crawlers opening a new DB must not both create it
                 self._lock_schema(conn)
             exists = conn.dialect.has_table(conn, schema.meta.name)
@@ -233,7 +239,7 @@ class SimhashIndex:
     def _near(self, conn: Connection | sql.RawConnection, fingerprint: int, sketch: bytes | None = None) -> list[Match]:
         """Stored pages within max_distance (and min_similarity, given a sketch), nearest first."""
         matches = []
-        for distance, _, key, stored, stored_sketch in self._near_rows(conn, fingerprint):
+        for distance, _, key, stored, stored_sketch in sql.near_rows(conn, fingerprint, self.max_distance):
             score = None
             if sketch is not None and stored_sketch is not None and len(stored_sketch) == len(sketch):
                 score = similarity(sketch, bytes(stored_sketch))
@@ -241,33 +247,6 @@ class SimhashIndex:
                     continue
             matches.append(Match(key, to_unsigned(stored), distance, similarity=score))
         return matches
-
-    def _near_rows(self, conn: Connection | sql.RawConnection, fingerprint: int) -> list[tuple]:
-        """(distance, id, key, fingerprint, sketch) of the stored pages within max_distance, nearest first.
-
-        PostgreSQL answers in one statement (sql.NEAR_POSTGRES). SQLite, with no round trips to
-        save, reads the half lookups' rows, and only the near ones' keys and sketches.
-        """
-        name = conn.dialect.name
-        statement, parameters = sql.lookup(name, fingerprint, self.max_distance)
-        if name == "postgresql":
-            rows = sql.fetch(conn, statement, parameters)
-            return sorted((_distance(stored, fingerprint), row_id, key, stored, s) for row_id, key, stored, s in rows)
-        near = {}
-        for row_id, stored, exact_only in sql.fetch(conn, statement, parameters):
-            distance = _distance(stored, fingerprint)
-            if distance <= self.max_distance and not exact_only:
-                near[row_id] = distance  # a page near in both halves comes once per half
-        if not near:
-            return []
-        mark = sql.MARKS[conn.dialect.paramstyle]
-        statement = (
-            f"SELECT id, key, fingerprint, sketch FROM {schema.documents.name} "
-            f"WHERE id IN ({', '.join([mark] * len(near))})"
-        )
-        rows = sql.fetch(conn, statement, tuple(near))
-        # a row missing was replaced between the two reads of an autocommit query
-        return sorted((near[row_id], row_id, key, stored, s) for row_id, key, stored, s in rows)
 
     def _exact(self, conn: Connection, signature: Signature) -> Match | None:
         if signature.text_hash is None:
@@ -407,11 +386,6 @@ class _NoLock:
 
 
 _NO_LOCK = _NoLock()
-
-
-def _distance(stored: int, fingerprint: int) -> int:
-    """Bits between a stored (signed) fingerprint and an unsigned one."""
-    return ((stored ^ fingerprint) & sql.MASK64).bit_count()
 
 
 def _first_line(error: object) -> str:

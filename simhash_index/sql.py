@@ -40,7 +40,9 @@ DELETE_LOGGED = "DELETE FROM simhash_duplicates WHERE key_hash = {mark}"
 # add up to >= 4. Each lookup reads ~33N/2**32 rows; PostgreSQL takes each half's 33
 # values as one array parameter (one bind instead of 66, and a simpler plan).
 # Rows come with exact_only, for the caller to skip: a partial index (WHERE exact_only = 0)
-# would keep PostgreSQL's planner from its statistics on the expressions.
+# would keep PostgreSQL's planner from its statistics on the expressions. SQLite's query()
+# runs these; on PostgreSQL they count the rows a lookup reads (benchmarks), and query()
+# runs NEAR_POSTGRES.
 _LOOKUP = "SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {expression} {test}"
 CANDIDATES = {
     "sqlite": " UNION ALL ".join(
@@ -142,3 +144,34 @@ def fetch(conn: Connection | RawConnection, statement: str, parameters: tuple) -
         raise DBAPIError.instance(statement, parameters, exc, dbapi.Error, dialect=conn.dialect) from exc
     finally:
         cursor.close()
+
+
+def near_rows(conn: Connection | RawConnection, fingerprint: int, max_distance: int) -> list[tuple]:
+    """(distance, id, key, fingerprint, sketch) of the near-matchable stored pages within
+    max_distance of an unsigned fingerprint, nearest first.
+
+    PostgreSQL answers in one statement (NEAR_POSTGRES). SQLite, with no round trips to save,
+    reads the half lookups' rows, then the keys and sketches of the near ones.
+    """
+    name = conn.dialect.name
+    statement, parameters = lookup(name, fingerprint, max_distance)
+    if name == "postgresql":
+        rows = fetch(conn, statement, parameters)
+        return sorted((_distance(stored, fingerprint), row_id, key, stored, s) for row_id, key, stored, s in rows)
+    near = {}
+    for row_id, stored, exact_only in fetch(conn, statement, parameters):
+        distance = _distance(stored, fingerprint)
+        if distance <= max_distance and not exact_only:
+            near[row_id] = distance  # a page near in both halves comes once per half
+    if not near:
+        return []
+    mark = MARKS[conn.dialect.paramstyle]
+    statement = f"SELECT id, key, fingerprint, sketch FROM simhash_documents WHERE id IN ({', '.join([mark] * len(near))})"
+    rows = fetch(conn, statement, tuple(near))
+    # a row missing was replaced between the two reads of an autocommit query
+    return sorted((near[row_id], row_id, key, stored, s) for row_id, key, stored, s in rows)
+
+
+def _distance(stored: int, fingerprint: int) -> int:
+    """Bits between a stored (signed) fingerprint and an unsigned one."""
+    return ((stored ^ fingerprint) & MASK64).bit_count()
