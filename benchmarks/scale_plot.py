@@ -11,7 +11,8 @@ from benchmarks.scale_runs import Case
 from benchmarks.scale_tables import TARGET_BYTES, TARGET_LOAD
 
 PANELS = [
-    ("queries/s (solid: random, dashed: planted)", [("random", "-o"), ("planted", "--s")]),
+    ("queries/s (solid: random, dashed: planted,\ndotted: PostgreSQL's bare SELECT 1 round trip)",
+     [("random", "-o"), ("planted", "--s"), ("round_trip", ":^")]),
     ("check_and_add/s (a commit each)", [("checks", "-o")]),
     ("rows per random query: half lookups (solid),\nblock table (dashed), DB fetched (dotted)",
      [("halves", "-o"), ("block_table", "--s"), ("fetched", ":^")]),
@@ -39,7 +40,7 @@ def plot(cases: list[Case], path: Path) -> None:
             mine = sorted((c for c in cases if c.backend == backend), key=lambda c: c.n)
             label = backend
             for figure_name, style in lines:
-                get = DERIVED.get(figure_name) or (lambda c, name=figure_name: c.figures[name])
+                get = DERIVED.get(figure_name) or (lambda c, name=figure_name: c.figures.get(name, 0))
                 points = [(c.n, get(c)) for c in mine if get(c) > 0]  # log scale: nothing read has no point
                 if points:
                     axis.plot(*zip(*points), style, color=color, label=label)
