@@ -14,6 +14,7 @@ from .indexes import build_missing_indexes, key_indexes
 if TYPE_CHECKING:
     from .index import Fingerprint, SimhashIndex
 
+
 class InsertionSession:
     """Stores pages in batches of `batch_size` rows, one transaction each, without checks.
 

@@ -82,7 +82,7 @@ documents = Table(
 )
 # A unique index rather than a UNIQUE constraint, so that a bulk load can drop it and build it
 # once at the end, as it does the others (SQLite cannot drop a constraint). Tables written
-# before it keep their constraint (bulk.key_indexes).
+# before it keep their constraint (indexes.key_indexes).
 KEY_HASH_INDEX = Index("ix_simhash_documents_key_hash", documents.c.key_hash, unique=True)
 # Bulk-loaded fingerprints come without a text hash: a partial index leaves those out.
 Index(
