@@ -33,14 +33,19 @@ def key_indexes(conn: Connection) -> list[Index]:
     return [index for index in schema.documents.indexes if not (constrained and index is schema.KEY_HASH_INDEX)]
 
 
-def build_missing_indexes(conn: Connection) -> list[str]:
-    """Build the documents' indexes that are missing: a bulk load into an empty index builds them
-    last, and one killed before that left them out. Returns their names."""
+def index_names(conn: Connection) -> set[str]:
+    """The names of the indexes the documents table has (SQLAlchemy's inspector skips expression indexes)."""
     if conn.dialect.name == "sqlite":
         listing = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents'"
-    else:  # SQLAlchemy's inspector skips expression indexes
+    else:
         listing = "SELECT indexname FROM pg_indexes WHERE tablename = 'simhash_documents' AND schemaname = current_schema()"
-    present = set(conn.exec_driver_sql(listing).scalars())
+    return set(conn.exec_driver_sql(listing).scalars())
+
+
+def build_missing_indexes(conn: Connection) -> None:
+    """Build the documents' indexes that are missing: a bulk load into an empty index builds them
+    last, and one killed before that left them out."""
+    present = index_names(conn)
     missing = [index for index in key_indexes(conn) if index.name not in present]
     for index in missing:
         if index.unique:
@@ -49,7 +54,6 @@ def build_missing_indexes(conn: Connection) -> list[str]:
             conn.execute(CreateIndex(index))
     if missing:
         analyze(conn)
-    return [str(index.name) for index in missing]
 
 
 def analyze(conn: Connection) -> None:

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.exc import IntegrityError
 
-from simhash_index import Match, SimhashIndex
+from simhash_index import Match, SimhashIndex, indexes
 from simhash_index.index import key_hash
 
 KEY_INDEX = "ix_simhash_documents_key_hash"
@@ -22,11 +22,7 @@ def sql_url(request: pytest.FixtureRequest) -> str:
 
 def index_names(index: SimhashIndex) -> set[str]:
     with index.transaction(write=False) as conn:
-        if conn.dialect.name == "sqlite":
-            listing = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents'"
-        else:
-            listing = "SELECT indexname FROM pg_indexes WHERE tablename = 'simhash_documents' AND schemaname = current_schema()"
-        return set(conn.exec_driver_sql(listing).scalars())
+        return indexes.index_names(conn)
 
 
 def repeated_keys(count: int, seed: int) -> tuple[list[tuple[str, int]], dict[str, int]]:

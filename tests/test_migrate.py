@@ -23,6 +23,7 @@ from sqlalchemy import (
 from simhash_index import Match, SchemaVersionError, Signature, SimhashIndex, sql
 from simhash_index.fingerprint import DEFAULT
 from simhash_index.index import key_hash
+from simhash_index.indexes import index_names
 from simhash_index.simhash import blocks, to_signed
 
 V1 = MetaData()
@@ -110,13 +111,7 @@ def test_version_1_is_upgraded_when_opened(request, backend, without_indexes):
             explain = "EXPLAIN QUERY PLAN " if name == "sqlite" else "EXPLAIN "
             statement, parameters = sql.lookup(name, NEAR, index.max_distance)
             plan = str(sql.fetch(conn, explain + statement, parameters))
-            listing = (
-                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents'"
-                if name == "sqlite"
-                else "SELECT indexname FROM pg_indexes WHERE tablename = 'simhash_documents' "
-                "AND schemaname = current_schema()"
-            )  # SQLAlchemy's inspector skips expression indexes, with a warning
-            indexes = set(conn.exec_driver_sql(listing).scalars())
+            indexes = index_names(conn)
     assert version == "2"
     assert "ix_simhash_documents_low_half" in plan and "ix_simhash_documents_high_half" in plan, plan
     assert not any("block" in name for name in indexes) and "ix_simhash_documents_text_hash" in indexes
