@@ -16,43 +16,46 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
+from . import urls
 from .errors import IndexUnavailableError
 
 WRITE = "simhash_write"  # execution option: this transaction will write
 SQLITE_BUSY_TIMEOUT_S = 60
+_DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
 SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
 
 
 def parse_url(url: str | URL) -> URL:
-    """A database URL, with a plain `postgresql://` mapped to psycopg 3."""
+    """A database URL, with a plain `postgresql://` mapped to psycopg 3; a URL that cannot
+    be used is refused with IndexUnavailableError saying why (credentials hidden)."""
+    text = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+    problem = urls.unescaped_userinfo(text)
+    if problem:
+        raise IndexUnavailableError(f"url {urls.masked(text)!r}: {problem}")
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise IndexUnavailableError(
-            f"url {_without_credentials(str(url))!r} is not a database URL: "
+            f"url {urls.masked(text)!r} is not a database URL: "
             "use e.g. sqlite:///simhash.db, postgresql://user:password@host/db or redis://host:6379/0"
         ) from None
+    except ValueError as exc:  # SQLAlchemy reads the port with int()
+        port = str(exc).rpartition(": ")[2]
+        raise IndexUnavailableError(f"url {urls.masked(text)!r}: the port {port} is not a number") from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
-    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+    backend = parsed.get_backend_name()
+    if backend not in _DRIVERS:
         raise IndexUnavailableError(
-            f"url {masked(parsed)!r}: only sqlite:// and postgresql:// databases are supported (and redis:// servers)"
+            f"url {urls.masked(text)!r}: only sqlite:// and postgresql:// databases are supported (and redis:// servers)"
+        )
+    if parsed.get_driver_name() != _DRIVERS[backend]:
+        raise IndexUnavailableError(
+            f"url {urls.masked(text)!r}: the driver {parsed.get_driver_name()!r} is not supported; "
+            f"use {backend}:// (simhash-index talks to {backend} through {_DRIVERS[backend]})"
         )
     return parsed
-
-
-def _without_credentials(text: str) -> str:
-    """An unparseable URL with everything before its last '@' hidden: it may hold a password."""
-    if "@" not in text:
-        return text
-    scheme, _, rest = text.partition("//")
-    return f"{scheme}//***@{rest.rsplit('@', 1)[1]}" if rest else f"***@{text.rsplit('@', 1)[1]}"
-
-
-def masked(url: URL) -> str:
-    """The URL with its password hidden, for messages and logs."""
-    return url.render_as_string(hide_password=True)
 
 
 def is_memory(url: URL) -> bool:

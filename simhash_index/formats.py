@@ -100,10 +100,14 @@ def _json_default(value: Any) -> Any:
 
 
 def csv_cell(value: Any) -> str:
-    """A value as a CSV cell; text a spreadsheet would run as a formula gets a leading `'`.
+    r"""A value as a CSV cell: invisible characters escaped as in tables, and text a
+    spreadsheet would run as a formula given a leading `'`, even when the formula's first
+    character hides behind white space or invisible characters, or is a full-width `＝`.
 
     >>> csv_cell("=HYPERLINK(1)"), csv_cell("-2+3"), csv_cell(-2), csv_cell(None), csv_cell(True)
     ("'=HYPERLINK(1)", "'-2+3", '-2', '', 'true')
+    >>> csv_cell("\ufeff=1"), csv_cell("\u3000＝1"), csv_cell("a\x1bb")
+    ("'\\ufeff=1", "'\u3000＝1", 'a\\x1bb')
     """
     if value is None:
         return ""
@@ -113,10 +117,20 @@ def csv_cell(value: Any) -> str:
         return value.isoformat()
     if not isinstance(value, str):
         return str(value)
-    if value[:1] in ("\t", "\r") or value.lstrip(" \t\r\n").startswith(_FORMULA_START):
-        value = "'" + value
-    # lone surrogates (keys are stored with surrogatepass) cannot be encoded
-    return "".join(_escape_char(c, json_style=False) if "\ud800" <= c <= "\udfff" else c for c in value)
+    return ("'" if _runs_as_formula(value) else "") + visible(value)
+
+
+def _runs_as_formula(text: str) -> bool:
+    """Whether a spreadsheet may read the text as a formula: its first visible character,
+    after white space and invisible characters, is = + - @ (or a full-width form of one),
+    or the text starts with a tab or carriage return."""
+    if text[:1] in ("\t", "\r"):
+        return True
+    for char in text:
+        if char.isspace() or unicodedata.category(char) in _INVISIBLE or char == "\ufeff":
+            continue
+        return unicodedata.normalize("NFKC", char).startswith(_FORMULA_START)
+    return False
 
 
 def table_cell(value: Any) -> str:

@@ -15,7 +15,8 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 
 from . import migrate, schema, sql
 from .bulk import InsertionSession
-from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, masked, open_engine, open_read_engine, parse_url
+from . import urls
+from .engine import SCHEMA_LOCK, WRITE, advisory_lock_keys, is_memory, open_engine, open_read_engine, parse_url
 from .errors import (
     IndexNotFoundError,
     IndexUnavailableError,
@@ -32,7 +33,9 @@ from .records import (  # noqa: F401 - re-exported: index.py is where users find
     Fingerprint,
     Match,
     _signature,
+    as_u64,
     as_utc,
+    check_key,
     check_policy,
     key_hash,
 )
@@ -70,49 +73,59 @@ class SimhashIndex:
         create: bool = True,
     ) -> None:
         check_policy(max_distance, min_similarity)
+        self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+        self._shown = urls.masked(self._typed)
         self.url = parse_url(url)
         self.max_distance = max_distance
         self.min_similarity = min_similarity
+        if create:
+            _make_parent_folder(self.url)
         self._engine = open_engine(self.url)
         self._reads = open_read_engine(self.url, self._engine)
         self._postgres = self.url.get_backend_name() == "postgresql"
         self._lock = threading.RLock() if is_memory(self.url) else None
         try:
             self.scheme = self._open(scheme, create)
+        except SimhashIndexError as exc:
+            self.close()
+            if type(exc) is SimhashIndexError:  # e.g. not a database file: it cannot be opened
+                raise IndexUnavailableError(str(exc)) from exc
+            raise
         except Exception:
             self.close()
             raise
 
     def __repr__(self) -> str:
-        return f"SimhashIndex({masked(self.url)!r}, max_distance={self.max_distance})"
+        return f"SimhashIndex({self._shown!r}, max_distance={self.max_distance})"
 
     # -- opening -----------------------------------------------------------------
 
     def _open(self, scheme: str | None, create: bool) -> str:
         if not create and self.url.get_backend_name() == "sqlite" and not is_memory(self.url):
-            if not self.url.query.get("uri") and not Path(self.url.database or "").is_file():
-                raise IndexNotFoundError(f"{masked(self.url)}: no such database file")  # connecting would create it
+            path = sqlite_path(self.url)
+            if not path.is_file():  # connecting would create it
+                raise IndexNotFoundError(f"{self._shown}: no such database file {str(path.absolute())!r}")
         if create:
             self._upgrade_if_older()
         with self.transaction(write=create) as conn:
             server = conn.dialect.server_version_info or ()
             if self._postgres and server < (14,):  # lookups call bit_count (sql.NEAR_POSTGRES)
                 raise SimhashIndexError(
-                    f"{masked(self.url)} runs PostgreSQL {'.'.join(map(str, server))}; simhash-index needs "
+                    f"{self._shown} runs PostgreSQL {'.'.join(map(str, server))}; simhash-index needs "
                     "PostgreSQL 14 or later"
                 )
             if self._postgres and create:  # two crawlers opening a new DB must not both create it
                 self._lock_schema(conn)
             exists = conn.dialect.has_table(conn, schema.meta.name)
             if not exists and not create:
-                raise IndexNotFoundError(f"{masked(self.url)} has no simhash tables: is it the right database?")
+                raise IndexNotFoundError(f"{self._shown} has no simhash tables: is it the right database?")
             if not exists:
                 schema.metadata.create_all(conn)
             stored = dict(conn.execute(select(schema.meta.c.name, schema.meta.c.value)).all())
             version = stored.get("schema_version")
             if version is not None and version != schema.SCHEMA_VERSION:
                 raise SchemaVersionError(
-                    f"{masked(self.url)} has schema version {version}; this simhash-index reads version "
+                    f"{self._shown} has schema version {version}; this simhash-index reads version "
                     f"{schema.SCHEMA_VERSION}"
                     + (
                         ": opening it with create=True (a crawl, or `simhash-index import`) will upgrade it"
@@ -123,7 +136,7 @@ class SimhashIndex:
             recorded = stored.get("scheme")
             if recorded is not None and scheme is not None and recorded != scheme:
                 raise SchemeMismatchError(
-                    f"{masked(self.url)} holds fingerprints of another scheme, which are not comparable:\n"
+                    f"{self._shown} holds fingerprints of another scheme, which are not comparable:\n"
                     f"  database: {recorded}\n  asked:    {scheme}\n"
                     "use the database's fingerprinter settings, or a new database"
                 )
@@ -185,7 +198,7 @@ class SimhashIndex:
             try:
                 raw = self._reads.raw_connection()
             except self._reads.dialect.loaded_dbapi.Error as exc:  # the pool does not wrap these
-                raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {_first_line(exc)}") from exc
+                raise IndexUnavailableError(f"database {self._shown} is unavailable: {self._scrub(exc)}") from exc
             try:
                 yield sql.RawConnection(self._reads.dialect, raw)
             except DBAPIError:
@@ -194,15 +207,18 @@ class SimhashIndex:
             finally:
                 raw.close()
 
+    def _scrub(self, error: object) -> str:
+        return urls.scrub(urls.first_line(error), self._typed)
+
     @contextmanager
     def _errors_named(self) -> Iterator[None]:
         """Connection failures as IndexUnavailableError, other database errors as SimhashIndexError, naming the DB."""
         try:
             yield
         except (OperationalError, InterfaceError) as exc:
-            raise IndexUnavailableError(f"database {masked(self.url)} is unavailable: {_first_line(exc.orig)}") from exc
+            raise IndexUnavailableError(f"database {self._shown} is unavailable: {self._scrub(exc.orig)}") from exc
         except SQLAlchemyError as exc:
-            raise SimhashIndexError(f"database {masked(self.url)} failed: {_first_line(exc)}") from exc
+            raise SimhashIndexError(f"database {self._shown} failed: {self._scrub(exc)}") from exc
 
     # -- reads --------------------------------------------------------------------
 
@@ -212,13 +228,14 @@ class SimhashIndex:
 
     def query(self, fingerprint: int) -> list[Match]:
         """Every stored fingerprint within max_distance, nearest first."""
-        to_signed(fingerprint)
+        fingerprint = as_u64(fingerprint)
         with self._single_read() as conn:
             return self._near(conn, fingerprint)
 
     def get(self, key: str) -> Match | None:
         """The stored page with this key, as a Match at distance 0, or None."""
         d = schema.documents.c
+        check_key(key)
         with self.transaction(write=False) as conn:
             row = conn.execute(
                 select(d.key, d.fingerprint).where(d.key_hash == key_hash(key), d.key == key)
@@ -312,7 +329,7 @@ class SimhashIndex:
         duplicate before is checked again, and stored if it no longer is one.
         """
         signature = _signature(fingerprint, text_hash, sketch)
-        row = sql.document_values(key, signature)
+        row = sql.document_values(check_key(key), signature)
         own_hash = row[1]  # key_hash(key)
         with self.transaction() as conn:
             # Plain SQL on the driver's cursor: this runs once per crawled page.
@@ -388,5 +405,20 @@ class _NoLock:
 _NO_LOCK = _NoLock()
 
 
-def _first_line(error: object) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+def sqlite_path(url: URL) -> Path:
+    """The file of an SQLite URL: its database, or the path of a `file:` URI (`?uri=true`)."""
+    database = url.database or ""
+    if url.query.get("uri") and database.startswith("file:"):
+        database = database.removeprefix("file:").split("?", 1)[0]
+    return Path(database)
+
+
+def _make_parent_folder(url: URL) -> None:
+    """Create the folder of a new SQLite file, as Scrapy's -O does for feeds."""
+    if url.get_backend_name() == "sqlite" and not is_memory(url):
+        try:
+            sqlite_path(url).absolute().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailableError(
+                f"cannot create the folder of {urls.masked(url.render_as_string(hide_password=False))}: {exc}"
+            ) from None

@@ -27,9 +27,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 
+from . import urls
 from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SchemeMismatchError, SimhashIndexError
 from .fingerprint import DEFAULT, Signature
 from .index import DEFAULT_MIN_SIMILARITY, Duplicate, Fingerprint, Match, _signature, check_policy
+from .records import as_u64, check_key
 from .schema import SCHEMA_VERSION
 from .simhash import blocks, to_signed
 from .sketch import similarity
@@ -44,21 +46,13 @@ _SCRIPT = Path(__file__).with_name("redis_index.lua").read_text(encoding="utf-8"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def masked_url(url: str) -> str:
-    """A Redis URL with its password (or lone user-info, which Redis may read as one) hidden."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    hidden = f"{user}:***" if colon else "***"
-    return urlunsplit(parts._replace(netloc=f"{hidden}@{hostport}"))
-
-
 def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
     """(the URL to connect to, the key prefix): `?prefix=` is ours, the rest is redis-py's."""
     if not isinstance(url, str) or not url.startswith(REDIS_SCHEMES):
-        raise IndexUnavailableError(f"url {masked_url(str(url))!r} is not a Redis URL: use e.g. redis://127.0.0.1:6379/0")
+        raise IndexUnavailableError(f"url {urls.masked(url)!r} is not a Redis URL: use e.g. redis://127.0.0.1:6379/0")
+    problem = urls.unescaped_userinfo(url)
+    if problem:
+        raise IndexUnavailableError(f"url {urls.masked(url)!r}: {problem}")
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     given = [value for name, value in query if name == "prefix"]
@@ -109,17 +103,26 @@ class RedisIndex:
         self.url = url
         self.max_distance = max_distance
         self.min_similarity = min_similarity
-        self._shown = masked_url(url)
-        self._secret = urlsplit(url).password
+        self._shown = urls.masked(url)
         try:
             self._client = redis.Redis.from_url(
                 connect_to, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=SOCKET_TIMEOUT_S
             )
-        except ValueError as exc:  # a bad port, database number or option
+            pool = self._client.connection_pool
+            pool.connection_class(**pool.connection_kwargs)  # an unknown ?option= fails here, before any call
+        except TypeError as exc:  # redis-py passes an option it does not know on as a keyword
+            option = str(exc).rpartition("keyword argument ")[2] or self._scrub(exc)
+            raise IndexUnavailableError(f"url {self._shown!r} is not a usable Redis URL: unknown option {option}") from None
+        except ValueError as exc:  # a bad port or database number, or a bad option value
             raise IndexUnavailableError(f"url {self._shown!r} is not a usable Redis URL: {self._scrub(exc)}") from None
         self._script = self._client.register_script(_SCRIPT)
         try:
             self.scheme = self._open(scheme, create)
+        except SimhashIndexError as exc:
+            self._client.close()
+            if type(exc) is SimhashIndexError:  # e.g. a database number the server does not have
+                raise IndexUnavailableError(str(exc)) from exc
+            raise
         except Exception:
             self._client.close()
             raise
@@ -130,9 +133,7 @@ class RedisIndex:
     # -- talking to the server --------------------------------------------------------
 
     def _scrub(self, error: object) -> str:
-        lines = str(error).strip().splitlines()
-        text = lines[0] if lines else type(error).__name__
-        return text.replace(self._secret, "***") if self._secret else text
+        return urls.scrub(urls.first_line(error), self.url)
 
     @contextmanager
     def _talking(self) -> Iterator[None]:
@@ -185,7 +186,7 @@ class RedisIndex:
 
     def query(self, fingerprint: int) -> list[Match]:
         """Every stored fingerprint within max_distance, nearest first."""
-        to_signed(fingerprint)
+        fingerprint = as_u64(fingerprint)
         with self._talking():
             rows = self._run("near", _hex(fingerprint), self.max_distance)
         return [Match(_text(key), int(stored, 16), int(distance)) for key, stored, distance in rows]
@@ -193,7 +194,7 @@ class RedisIndex:
     def get(self, key: str) -> Match | None:
         """The stored page with this key, as a Match at distance 0, or None."""
         with self._talking():
-            found = self._run("get", key.encode("utf-8", "surrogatepass"))
+            found = self._run("get", check_key(key).encode("utf-8"))
         if found is None:
             return None
         return Match(key, int(found[0], 16) if found[0] else None, 0, exact=True)
@@ -255,7 +256,7 @@ class RedisIndex:
         count = 0
         batch: list[tuple[str, Signature]] = []
         for key, fingerprint in items:
-            batch.append((key, _signature(fingerprint, None, None)))
+            batch.append((check_key(key), _signature(fingerprint, None, None)))
             if len(batch) >= batch_size:
                 count += self._store(batch)
                 batch = []
@@ -282,6 +283,7 @@ class RedisIndex:
         content changed; a key logged as a duplicate before is checked again.
         """
         signature = _signature(fingerprint, text_hash, sketch)
+        check_key(key)
         now = _micros(datetime.now(timezone.utc))
         with self._talking():
             found = self._run(

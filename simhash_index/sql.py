@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
-from .records import Fingerprint, _signature, key_hash
+from .records import Fingerprint, _signature, check_key, key_hash
 from .simhash import to_signed
 
 MASK64 = (1 << 64) - 1
@@ -104,6 +104,7 @@ def lookup(dialect_name: str, fingerprint: int, max_distance: int) -> tuple[str,
 
 def document_values(key: str, fingerprint: Fingerprint) -> tuple:
     """A documents row in UPSERT_COLUMNS order, without stored_at (the writer adds it)."""
+    check_key(key)
     if type(fingerprint) is int:  # the bulk-load case: no Signature
         return (key, key_hash(key), to_signed(fingerprint), 0, None, None)
     signature = _signature(fingerprint, None, None)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from simhash_index import IndexNotFoundError, SimhashIndex, formats, reports
+from simhash_index import IndexNotFoundError, SimhashIndex, formats, reports, urls
 from simhash_index.cli import cli
 from simhash_index.fingerprint import DEFAULT
 from simhash_index.simhash import to_hex
@@ -428,6 +428,32 @@ def test_database_unavailable() -> None:
     assert_one_line_error(run("stats", "--db", "not a url"), 2, "is not a database URL")
 
 
+@pytest.mark.parametrize(
+    ("db", "phrase"),
+    [
+        ("redis://127.0.0.1:6379/5?foo=1", "unknown option 'foo'"),  # an option Redis does not know
+        ("redis://127.0.0.1:6379/99", "DB index is out of range"),
+        ("postgresql+asyncpg://u@127.0.0.1/db", "the driver 'asyncpg' is not supported"),
+        ("postgresql://bob:x@127.0.0.1:notaport/x", "the port 'notaport' is not a number"),
+    ],
+)
+def test_unusable_urls_exit_2_with_one_line(db: str, phrase: str) -> None:
+    assert_one_line_error(run("stats", "--db", db), 2, phrase)
+
+
+def test_a_file_that_is_not_a_database_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "corrupt.db"
+    path.write_bytes(b"this is not an SQLite file" * 100)
+    assert_one_line_error(run("stats", "--db", f"sqlite:///{path}"), 2, "file is not a database")
+
+
+def test_read_only_commands_create_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for db in ("sqlite:///x.db?mode=ro&uri=true", "sqlite:///file:x.db?mode=ro&uri=true", "sqlite:///x.db"):
+        assert_one_line_error(run("stats", "--db", db), 2, "no such database file", str(tmp_path / "x.db"))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_usage_errors(filled) -> None:
     db, _ = filled
     result = run("query", "--db", db)
@@ -464,7 +490,9 @@ def test_escaping(hostile: str) -> None:
     assert "\\u202e" in listed[2] and "\u202e" not in listed[2]  # bidi override escaped in JSON
 
     rows = list(csv.reader(io.StringIO(run("duplicates", "--db", hostile, "--format", "csv").stdout)))
-    assert [row[0] for row in rows[1:]] == ["'@SUM(1+1)", "'=HYPERLINK(\"http://evil.example/\",\"x\")", HOSTILE[2][0]]
+    assert [row[0] for row in rows[1:]] == [
+        "'@SUM(1+1)", "'=HYPERLINK(\"http://evil.example/\",\"x\")", "https://example.com/\\x1b[31mred\\u202eevil\\nline"
+    ]
     assert {row[1] for row in rows[1:]} == {HOSTILE_STORED}
 
     shown = run("clusters", "--db", hostile, "--format", "table").stdout
@@ -474,7 +502,16 @@ def test_escaping(hostile: str) -> None:
     assert shown.count("\n") == 2 + 3  # header, rule, one line per row
 
 
-@pytest.mark.parametrize("module", [formats, reports])
+@pytest.mark.parametrize("hidden", ["\ufeff", "\xa0", "\u3000", "\u200b", " \u200b\t", "\u2028"])
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\uff1d", "\uff0b"])
+def test_csv_neutralises_formulas_behind_invisible_characters(hidden: str, start: str) -> None:
+    cell = formats.csv_cell(f"{hidden}{start}HYPERLINK(1)")
+    assert cell.startswith("'")
+    assert "\x1b" not in formats.csv_cell("a\x1b[31m") and "\u202e" not in formats.csv_cell("a\u202eb")
+    assert not formats.csv_cell(f"{hidden}plain").startswith("'")
+
+
+@pytest.mark.parametrize("module", [formats, reports, urls])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0
 

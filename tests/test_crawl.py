@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from crawling import crawl
-from sites import build_site, serve
+from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
 
@@ -23,6 +23,7 @@ def _check_dedup(base: str, info: dict, result, db_url: str) -> None:
     assert result.returncode == 0, result.log[-3000:]
     assert "Traceback" not in result.log
     kept = result.kept_paths
+    assert len(result.kept) == len(kept)  # no page twice
     with SimhashIndex(db_url, scheme=None) as index:
         logged = index.duplicates()
         stored = len(index)
@@ -86,3 +87,16 @@ def test_disabled_pipeline_keeps_everything(site, sqlite_url: str, tmp_path: Pat
     assert result.returncode == 0
     assert result.kept_paths == set(info["singles"]) | {p for c in info["clusters"] for p in c}
     assert result.stat("simhash/kept") == 0
+
+
+def test_the_start_page_is_crawled_once(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text(page("Home", english_article(31)).replace("<ul>", '<ul><li><a href="/a.html">a</a></li>'))
+    (root / "a.html").write_text(page("A", english_article(32)).replace("<ul>", '<ul><li><a href="/index.html">home</a></li>'))
+    with serve(root) as base:
+        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    assert sorted(item["url"] for item in result.kept) == [f"{base}/a.html", f"{base}/index.html"]
+    with SimhashIndex(sqlite_url, scheme=None) as index:
+        assert result.stat("simhash/kept") == len(index) == 2

@@ -579,3 +579,57 @@ def test_check_and_add_follows_the_model(db_url):
     finally:
         for index in indexes:
             index.close()
+
+
+# -- values every backend must refuse or accept alike ------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["http://example.com/a\x00b", "http://example.com/\ud800"])
+def test_keys_no_database_can_store_are_refused_by_name(db_url, key):
+    with SimhashIndex(db_url) as index:
+        index.check_and_add("http://example.com/ok", 1)
+        with pytest.raises(ValueError, match=r"key .* holds a (NUL character|lone surrogate)"):
+            index.check_and_add(key, 1 << 40)
+        with pytest.raises(ValueError, match="key"):
+            index.add_many([("http://example.com/fine", 5), (key, 1 << 41)])
+        with pytest.raises(ValueError, match="key"):
+            index.get(key)
+        assert index.check_and_add("http://example.com/after", 1 ^ 0b11).key == "http://example.com/ok"
+        assert index.get("http://example.com/ok") is not None and index.get("http://example.com/after") is None
+
+
+def test_numpy_integers_are_fingerprints_like_any_other(db_url):
+    np = pytest.importorskip("numpy")
+    top = np.uint64(0xFFFF0000FFFF0000)  # above 2**63, far from the others
+    with SimhashIndex(db_url) as index:
+        assert index.check_and_add("http://a.example/np", np.uint64(7)) is None
+        assert index.check_and_add("http://a.example/top", top) is None
+        assert index.check_and_add("http://a.example/sig", Signature(np.uint64(0x00FF00FF00FF00FF), np.int64(99))) is None
+        assert index.get("http://a.example/np").fingerprint == 7 and type(index.get("http://a.example/np").fingerprint) is int
+        assert [m.key for m in index.query(np.uint64(7 ^ 1))] == ["http://a.example/np"]
+        assert index.check_and_add("http://a.example/top-copy", int(top) ^ 1).key == "http://a.example/top"
+        assert index.check_and_add("http://a.example/text", Signature(0x0F0F0F0F0F0F0F0F, 99)).exact  # the text hash from NumPy
+        index.add_many([("http://a.example/bulk", np.int64(0x3333333333333333))])
+        assert index.get("http://a.example/bulk").fingerprint == 0x3333333333333333
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(7.0, "got float"), ("00ff", "from_hex"), (True, "got bool"), (-1, "64-bit"), (2**64, "64-bit")],
+)
+def test_fingerprints_that_are_not_integers_get_a_message(sqlite_url, value, message):
+    with SimhashIndex(sqlite_url) as index:
+        for call in (lambda: index.check_and_add("k", value), lambda: index.query(value), lambda: index.add("k", value)):
+            with pytest.raises((TypeError, ValueError), match=message):
+                call()
+        assert len(index) == 0
+
+
+def test_a_new_sqlite_file_gets_its_folder(tmp_path):
+    path = tmp_path / "new" / "deeper" / "simhash.db"
+    with SimhashIndex(f"sqlite:///{path}") as index:
+        assert index.check_and_add("a", 1) is None
+    assert path.is_file()
+    with pytest.raises(IndexNotFoundError, match=str(tmp_path / "absent")):
+        SimhashIndex(f"sqlite:///{tmp_path / 'absent' / 'x.db'}", create=False)
+    assert not (tmp_path / "absent").exists()  # looking created nothing

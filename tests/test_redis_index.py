@@ -21,7 +21,8 @@ from conftest import REQUIRE_ENV, redis_prefix_url, redis_server
 
 from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, hamming
 from simhash_index.cli import cli
-from simhash_index.redis_index import RedisIndex, masked_url, split_url
+from simhash_index.redis_index import RedisIndex, split_url
+from simhash_index.urls import masked as masked_url
 from simhash_index.sketch import minhash
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +41,16 @@ class SiteSpider(scrapy.Spider):
         # A site is a host and port: a link to another port of the same host is another site.
         self.sites = {_site(u) for u in self.start_urls}
         self.links = LinkExtractor()
+
+    async def start(self) -> AsyncIterator[Any]:
+        """The start URLs, through the duplicate filter (Scrapy's default skips it), so a
+        link back to a start page does not crawl it a second time."""
+        for request in self.start_requests():
+            yield request
+
+    def start_requests(self) -> Iterator[scrapy.Request]:  # Scrapy before 2.13 calls this instead of start()
+        for url in self.start_urls:
+            yield scrapy.Request(url, callback=self.parse)
 
     def parse(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, HtmlResponse):
