@@ -15,3 +15,4 @@ LOG_FORMATTER = "simhash_index.pipeline.SimhashLogFormatter"
 
 SIMHASH_ENABLED = True
 SIMHASH_DATABASE_URL = "sqlite:///simhash.db"
+COMMANDS_MODULE = "simhash_index.commands"  # `scrapy crawl` exits 1 when the index stopped the crawl

@@ -21,7 +21,9 @@ from . import __version__, formats, reports
 from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SimhashIndexError
 from .fingerprint import DEFAULT
 from .index import MAX_SUPPORTED_DISTANCE, SimhashIndex
+from .records import check_key
 from .cli_inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
+from .pages import PageJob, PageSetup, analyse_many
 from .simhash import from_hex, hamming, to_hex
 
 DB_ENV = "SIMHASH_DATABASE_URL"
@@ -270,7 +272,12 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     type=click.IntRange(0, MAX_SUPPORTED_DISTANCE),
     help="Largest Hamming distance that makes a page a near-duplicate.",
 )
-def import_(db: str, file: str, dry_run: bool, max_distance: int) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
+)
+def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int | None) -> None:
     """Deduplicate a JSON lines corpus into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
@@ -286,16 +293,28 @@ def import_(db: str, file: str, dry_run: bool, max_distance: int) -> None:
     else:
         target = open_index(db, create=True, max_distance=max_distance)
         scheme = target.scheme
-    fingerprinter = fingerprinter_for(scheme)
+    setup = PageSetup(fingerprinter_for(scheme))
+    lines = ((line, line.job or PageJob("", is_html=False)) for line in read_corpus(file))
     counts: Counter[str] = Counter()
-    for url, text in read_corpus(file, written=not dry_run):
-        signature = fingerprinter.signature(text) if text is not None else None
-        if signature is None:
+    after = "" if dry_run else "; the lines before it were imported"
+    for line, page in analyse_many(setup, lines, workers=workers):
+        if line.error is not None:
+            raise click.ClickException(f"{line.where}: {line.error}{after}")
+        try:
+            check_key(line.url)
+        except ValueError as exc:
+            click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
+            counts["refused"] += 1
+            continue
+        if page.failure is not None:
+            click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
+        if page.signature is None:
             counts["skipped"] += 1
         else:
-            counts["dropped" if target.check_and_add(url, signature) is not None else "kept"] += 1
+            counts["dropped" if target.check_and_add(line.url, page.signature) is not None else "kept"] += 1
     prefix = "dry run, nothing written: " if dry_run else ""
-    click.echo(f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text)")
+    refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
+    click.echo(f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}")
 
 
 def open_existing(db: str, max_distance: int) -> SimhashIndex | None:

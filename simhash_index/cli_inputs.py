@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,9 @@ from typing import Any
 import click
 
 from . import formats
-from .extract import ExtractionError, decode, extract_text
+from .extract import decode, extract_text
 from .fingerprint import DEFAULT, Fingerprinter, NoFeaturesError
+from .pages import PageJob
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 _HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
@@ -104,8 +106,19 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
         yield lambda n: bar.advance(task, n)
 
 
-def read_corpus(file: str, *, written: bool) -> Iterator[tuple[str, str | None]]:
-    """(url, text or None) for each line of a JSON lines corpus, with a progress bar."""
+@dataclass(frozen=True)
+class CorpusLine:
+    """One line of a JSON lines corpus: where it is, and its url and page, or why it is unusable."""
+
+    where: str
+    url: str = ""
+    job: PageJob | None = None  # None: neither a text nor an HTML to read
+    error: str | None = None
+
+
+def read_corpus(file: str) -> Iterator[CorpusLine]:
+    """Each non-blank line of a JSON lines corpus, with a progress bar; a line that is not
+    an object with a "url" and a "text" or "html" string carries an error instead."""
     stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))
     try:
         total = os.fstat(stream.fileno()).st_size if file != "-" else None
@@ -115,26 +128,20 @@ def read_corpus(file: str, *, written: bool) -> Iterator[tuple[str, str | None]]
         for number, line in enumerate(stream, 1):
             advance(len(line))
             if line.strip():
-                yield page_of(line, f"{file} line {number}", written)
+                yield corpus_line(line, f"{file} line {number}")
 
 
-def page_of(line: bytes, where: str, written: bool) -> tuple[str, str | None]:
-    """(url, text) of one corpus line, the text as the pipeline gets it: "text", else "html" extracted."""
-    after = "; the lines before it were imported" if written else ""
+def corpus_line(line: bytes, where: str) -> CorpusLine:
+    """A corpus line read: the text as the pipeline takes it, "text" if not blank, else "html"."""
     try:
         page = json.loads(line)
     except ValueError as exc:
-        raise click.ClickException(f"{where}: not JSON ({exc}){after}") from None
+        return CorpusLine(where, error=f"not JSON ({exc})")
     if not isinstance(page, dict) or not isinstance(page.get("url"), str) or not page["url"]:
-        raise click.ClickException(f'{where}: not an object with a "url" string{after}')
+        return CorpusLine(where, error='not an object with a "url" string')
     text, html = page.get("text"), page.get("html")
     if not isinstance(text, str) and not isinstance(html, str):
-        raise click.ClickException(f'{where}: needs a "text" or "html" string{after}')
+        return CorpusLine(where, error='needs a "text" or "html" string')
     if isinstance(text, str) and text.strip():
-        return page["url"], text
-    if not isinstance(html, str):
-        return page["url"], None
-    try:
-        return page["url"], extract_text(html)
-    except ExtractionError:  # the pipeline lets such a page through unchecked
-        return page["url"], None
+        return CorpusLine(where, page["url"], PageJob(text, is_html=False))
+    return CorpusLine(where, page["url"], PageJob(html) if isinstance(html, str) else None)

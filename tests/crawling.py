@@ -28,18 +28,35 @@ class CrawlResult:
         return int(match.group(1)) if match else 0
 
 
-def crawl(start_url: str, db_url: str, workdir: Path, *settings: str, cwd: Path = REPO, spider: str = "site") -> CrawlResult:
+def crawl(
+    start_url: str, db_url: str, workdir: Path, *settings: str, cwd: Path = REPO, spider: str = "site", feed: bool = True
+) -> CrawlResult:
     """Crawl from start_url into db_url; kept items are read from the feed."""
     workdir.mkdir(parents=True, exist_ok=True)
-    feed = workdir / f"kept-{len(list(workdir.glob('kept-*')))}.jsonl"
-    log = feed.with_suffix(".log")
-    command = [sys.executable, "-m", "scrapy", "crawl", spider, "-O", str(feed), "-s", f"LOG_FILE={log}",
+    feed_path = workdir / f"kept-{len(list(workdir.glob('kept-*')))}.jsonl"
+    log = feed_path.with_suffix(".log")
+    command = [sys.executable, "-m", "scrapy", "crawl", spider, "-s", f"LOG_FILE={log}",
                "-s", f"SIMHASH_DATABASE_URL={db_url}", "-s", "ROBOTSTXT_OBEY=False"]
+    if feed:
+        command += ["-O", str(feed_path)]
     if spider == "site":
         command += ["-a", f"start_url={start_url}"]
     for setting in settings:
         command += ["-s", setting]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
-    kept = [json.loads(line) for line in feed.read_text().splitlines()] if feed.exists() else []
+    kept = [json.loads(line) for line in feed_path.read_text().splitlines()] if feed_path.exists() else []
     text = log.read_text() if log.exists() else ""
     return CrawlResult(kept, text + done.stderr, done.returncode)
+
+
+def user_project(root: Path, spider_source: str, settings: str) -> Path:
+    """A new Scrapy project "myproject" under root with one spider module and these settings."""
+    project = root / "myproject"
+    (project / "myproject" / "spiders").mkdir(parents=True)
+    (project / "scrapy.cfg").write_text("[settings]\ndefault = myproject.settings\n")
+    (project / "myproject" / "__init__.py").write_text("")
+    (project / "myproject" / "spiders" / "__init__.py").write_text("")
+    base = 'BOT_NAME = "myproject"\nSPIDER_MODULES = ["myproject.spiders"]\nCONCURRENT_REQUESTS = 1\n'
+    (project / "myproject" / "settings.py").write_text(base + settings)
+    (project / "myproject" / "spiders" / "spider.py").write_text(spider_source)
+    return project

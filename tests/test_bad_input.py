@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from crawling import crawl
+from crawling import REPO, crawl, user_project
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
-from simhash_index.pipeline import SimhashDedupPipeline
+from simhash_index.pipeline import OUTCOMES, SimhashDedupPipeline
 
 ARTICLE = page("Report", english_article(21))
+README_SETTINGS = (REPO / "README.md").read_text().split("<!-- pipeline-settings:")[1].split("```python\n")[1].split("```")[0]
 ZH_TEXT = "".join(english_article(1)[0].split()[:5]) + "城市交通部门今天发布了新的出行指南，市民可以在网上查询。" * 20
 
 
@@ -23,12 +24,12 @@ def nested(depth: int) -> str:
 
 @pytest.fixture
 def pipeline(db_url: str):
-    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url})
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0})  # see make_pipeline
     crawler.stats.open_spider()
     p = SimhashDedupPipeline.from_crawler(crawler)
-    p.open_spider()
+    p.start()
     yield p
-    p.close_spider()
+    p.stop()
 
 
 def simhash_stats(p: SimhashDedupPipeline) -> dict:
@@ -113,3 +114,63 @@ def test_a_crawl_of_bad_pages_finishes_cleanly(tmp_path: Path, sqlite_url: str) 
     assert result.stat("simhash/no_text") >= 3  # empty, binary, scripts
     pages = len(files) - 1  # the PDF is not an item
     assert result.stat("item_scraped_count") + result.stat("item_dropped_count") == pages + 1  # + index
+
+
+ODD_SPIDER = """
+import scrapy
+
+
+class Odd(scrapy.Spider):
+    name = "odd"
+    start_urls = ["{base}/index.html"]
+
+    def parse(self, response):
+        yield {{"url": "{base}/first", "text": {text!r}}}
+        yield {{"url": "http://example.com/a\\x00b", "text": {text!r} + " nul"}}
+        yield {{"url": "http://example.com/\\ud800", "text": {text!r} + " surrogate"}}
+        yield "a plain string"
+        yield 42
+        yield [1, 2]
+        yield object()
+        yield {{"url": "{base}/copy", "text": {text!r}}}
+"""
+
+
+def test_odd_items_pass_through_a_crawl_counted(tmp_path: Path, db_url: str) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<html><body>start</body></html>")
+    text = " ".join(english_article(22))
+    with serve(tmp_path / "site") as base:
+        project = user_project(tmp_path, ODD_SPIDER.format(base=base, text=text), README_SETTINGS)
+        result = crawl("", db_url, tmp_path / "run", cwd=project, spider="odd", feed=False)
+    assert result.returncode == 0, result.log[-3000:]
+    assert "Traceback" not in result.log and "Logging error" not in result.log
+    assert "'finish_reason': 'finished'" in result.log  # one bad item never stops a crawl
+    assert result.stat("simhash/not_an_item") == 4
+    assert result.stat("simhash/bad_url") == 2
+    assert (result.stat("simhash/kept"), result.stat("simhash/dropped")) == (1, 1)
+    assert result.stat("item_scraped_count") == 7  # all but the copy went on
+    assert "holds a NUL character" in result.log and "holds a lone surrogate" in result.log
+
+
+def test_each_item_lands_in_exactly_one_outcome(pipeline: SimhashDedupPipeline) -> None:
+    items = [
+        {"url": "http://o/1", "html": ARTICLE},  # kept
+        {"url": "http://o/2", "html": ARTICLE},  # dropped (exact)
+        {"url": "http://o/3"},  # no html or text field
+        {"url": "http://o/4", "text": "   "},  # a blank text
+        {"url": "http://o/5", "html": ""},  # no text in the html
+        {"html": ARTICLE},  # no url
+        {"url": "http://o/\x00", "html": ARTICLE},  # a url no database stores
+        {"url": "http://o/6", "html": "<p>" + "word " * 5_000_000 + "</p>"},  # over the extraction limit
+        "not an item",
+    ]
+    for item in items:
+        try:
+            pipeline.process_item_blocking(item)
+        except DropItem:
+            pass
+    counted = simhash_stats(pipeline)
+    assert sum(counted.get(f"simhash/{outcome}", 0) for outcome in OUTCOMES) == len(items), counted
+    assert all(counted.get(f"simhash/{outcome}", 0) == 1 for outcome in OUTCOMES if outcome != "no_text")
+    assert counted["simhash/no_text"] == 2

@@ -393,6 +393,19 @@ def test_import_from_stdin_and_bad_lines(sqlite_url: str, tmp_path: Path) -> Non
     assert (result.exit_code, result.stderr) == (1, f'Error: {bad} line 1: needs a "text" or "html" string\n')
 
 
+def test_import_skips_urls_no_database_stores(db_url: str, tmp_path: Path) -> None:
+    lines = [CORPUS[0], {"url": "https://example.com/a\x00b", "text": TEXT}, {"url": "https://example.com/\ud800", "text": TEXT}]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    result = run("import", "--db", db_url, str(corpus))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "kept 1, dropped 0, skipped 0 (no text), refused 2 (unusable url)\n"
+    assert f"Warning: {corpus} line 2: key" in result.stderr and "NUL character" in result.stderr
+    assert f"{corpus} line 3" in result.stderr and "Traceback" not in result.output
+    with SimhashIndex(db_url) as index:
+        assert len(index) == 1
+
+
 # -- errors -----------------------------------------------------------------------
 
 

@@ -100,3 +100,24 @@ def test_the_start_page_is_crawled_once(tmp_path: Path, sqlite_url: str) -> None
     assert sorted(item["url"] for item in result.kept) == [f"{base}/a.html", f"{base}/index.html"]
     with SimhashIndex(sqlite_url, scheme=None) as index:
         assert result.stat("simhash/kept") == len(index) == 2
+
+
+def test_a_bad_setting_is_one_error_line_and_exit_status_1(tmp_path: Path, sqlite_url: str) -> None:
+    result = crawl("http://127.0.0.1:9/index.html", sqlite_url, tmp_path / "run", "SIMHASH_MAX_DISTANCE=7")
+    assert result.returncode == 1
+    assert "Traceback" not in result.log and "Task exception was never retrieved" not in result.log
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
+    assert errors == [errors[0]] and "SIMHASH_MAX_DISTANCE must be 0 to 3; got 7" in errors[0]
+
+
+def test_a_missing_folder_is_created_and_an_unusable_index_exits_1(site, tmp_path: Path) -> None:
+    base, _ = site
+    db = tmp_path / "new" / "folder" / "db.sqlite"  # the README's example, with a folder not made yet
+    created = crawl(f"{base}/index.html", f"sqlite:///{db}", tmp_path / "run")
+    assert created.returncode == 0 and db.is_file() and created.stat("simhash/kept") > 0
+    (tmp_path / "file").write_text("a file where a folder should be")
+    blocked = crawl(f"{base}/index.html", f"sqlite:///{tmp_path / 'file' / 'db.sqlite'}", tmp_path / "run")
+    assert blocked.returncode == 1, blocked.log[-2000:]
+    assert "Traceback" not in blocked.log
+    assert "cannot open the index" in blocked.log and "'finish_reason': 'simhash_index_unavailable'" in blocked.log
+    assert blocked.kept == [] and blocked.stat("downloader/request_count") == 0

@@ -11,18 +11,20 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 from sites import english_article, page
 
-from simhash_index import SimhashIndex
-from simhash_index.pipeline import SimhashDedupPipeline, SimhashLogFormatter, summarize
+from simhash_index import SimhashIndex, SimhashIndexError
+from simhash_index.pipeline import SimhashDedupPipeline, SimhashLogFormatter, StartupError, summarize
 
 ARTICLE = page("Report", english_article(11))
 OTHER = page("Other", english_article(12))
 
 
 def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
-    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, **settings})
+    """A started pipeline; extraction in threads unless SIMHASH_WORKERS is given (worker
+    processes run the same function: test_worker_processes_decide_as_threads do)."""
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
     crawler.stats.open_spider()
     pipeline = SimhashDedupPipeline.from_crawler(crawler)
-    pipeline.open_spider()
+    pipeline.start()
     return pipeline
 
 
@@ -30,7 +32,7 @@ def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
 def pipeline(sqlite_url: str):
     p = make_pipeline(sqlite_url)
     yield p
-    p.close_spider()
+    p.stop()
 
 
 def stats(p: SimhashDedupPipeline) -> dict:
@@ -108,7 +110,7 @@ def test_short_texts_match_only_exactly(pipeline: SimhashDedupPipeline) -> None:
 )
 def test_bad_setting_fails_at_start_naming_it(sqlite_url: str, setting: str, value: object) -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": sqlite_url, setting: value})
-    with pytest.raises(ValueError, match=setting.replace("SIMHASH_EXTRACT_FAVOR", "SIMHASH_EXTRACT_")):
+    with pytest.raises(StartupError, match=setting.replace("SIMHASH_EXTRACT_FAVOR", "SIMHASH_EXTRACT_")):
         SimhashDedupPipeline.from_crawler(crawler)
 
 
@@ -118,15 +120,13 @@ def test_disabled_raises_not_configured(sqlite_url: str) -> None:
         SimhashDedupPipeline.from_crawler(crawler)
 
 
-def test_unreachable_database_does_not_lose_items(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR):
-        p = make_pipeline("postgresql://user:hunter2@127.0.0.1:1/nowhere")
-    assert p.index is None
-    assert "cannot open the index" in caplog.text and "127.0.0.1:1" in caplog.text
-    assert "hunter2" not in caplog.text
-    item = {"url": "http://d/1", "html": ARTICLE}
-    assert p.process_item_blocking(item) is item
-    assert stats(p)["simhash/errors/db_open"] == 1
+def test_an_index_that_cannot_be_opened_stops_the_start_naming_it(caplog: pytest.LogCaptureFixture) -> None:
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": "postgresql://user:hunter2@127.0.0.1:1/nowhere"})
+    p = SimhashDedupPipeline.from_crawler(crawler)
+    with pytest.raises(SimhashIndexError, match="127.0.0.1:1") as info:
+        p.start()
+    assert "hunter2" not in str(info.value)
+    assert p.index is None and p.writer is None and p.pool is None
 
 
 def test_drop_log_level_is_configurable(sqlite_url: str) -> None:
@@ -135,7 +135,7 @@ def test_drop_log_level_is_configurable(sqlite_url: str) -> None:
     with pytest.raises(DropItem) as dropped:
         p.process_item_blocking({"url": "http://l/2", "html": ARTICLE})
     assert dropped.value.log_level == "DEBUG"
-    p.close_spider()
+    p.stop()
     with SimhashIndex(sqlite_url, scheme=None) as index:
         assert [(d.key, d.duplicate_of) for d in index.duplicates()] == [("http://l/2", "http://l/1")]
 
@@ -151,3 +151,28 @@ def test_log_summaries_hide_bodies() -> None:
     spider.crawler = crawler
     result = formatter.dropped({"url": "http://big/1", "html": body}, DropItem("dup"), None, spider)
     assert len(result["msg"] % result["args"]) < 500
+
+
+def test_worker_processes_decide_as_threads(tmp_path) -> None:
+    items = [
+        {"url": "http://w/1", "html": ARTICLE},
+        {"url": "http://w/2", "html": ARTICLE.replace("Report", "Report (print)")},
+        {"url": "http://w/3", "html": OTHER},
+        {"url": "http://w/4", "html": ""},
+        {"url": "http://w/5", "html": "<p>" + "word " * 5_000_000 + "</p>"},
+        {"url": "http://w/6", "text": " ".join(english_article(14))},
+    ]
+    outcomes = []
+    for workers in (0, 2):
+        p = make_pipeline(f"sqlite:///{tmp_path / f'w{workers}.db'}", SIMHASH_WORKERS=workers)
+        assert (p.pool is not None) is bool(workers)
+        decided = []
+        for item in items:
+            try:
+                kept = p.process_item_blocking(dict(item))
+                decided.append(("kept", kept.get("simhash")))
+            except DropItem as drop:
+                decided.append(("dropped", str(drop)))
+        outcomes.append((decided, stats(p)))
+        p.stop()
+    assert outcomes[0] == outcomes[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from crawling import REPO, crawl
+from crawling import REPO, crawl, user_project
 from sites import build_site, serve
 
 from simhash_index import SimhashIndex
@@ -37,15 +37,8 @@ def test_readme_settings_work_in_a_new_project(tmp_path: Path, sqlite_url: str) 
     root = tmp_path / "site"
     info = build_site(root)
     cluster = info["clusters"][0]
-    project = tmp_path / "myproject"
-    (project / "myproject" / "spiders").mkdir(parents=True)
-    (project / "scrapy.cfg").write_text("[settings]\ndefault = myproject.settings\n")
-    (project / "myproject" / "__init__.py").write_text("")
-    (project / "myproject" / "spiders" / "__init__.py").write_text("")
-    settings = 'BOT_NAME = "myproject"\nSPIDER_MODULES = ["myproject.spiders"]\nCONCURRENT_REQUESTS = 1\n'
-    (project / "myproject" / "settings.py").write_text(settings + readme_settings())
     with serve(root) as base:
-        (project / "myproject" / "spiders" / "pages.py").write_text(SPIDER.format(paths=cluster, base=base))
+        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), readme_settings())
         result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
     assert result.returncode == 0, result.log[-2000:]
     assert "Traceback" not in result.log

@@ -1,0 +1,271 @@
+"""A pool of worker processes, so that a crash in native code costs one job, not the caller.
+
+Extraction (trafilatura, lxml) and fingerprinting run native code; a segmentation fault
+there would end the process it runs in. Here each job runs in a worker process: a job
+whose worker dies raises `WorkerCrashed`, one that outlives the timeout raises
+`WorkerTimeout` (its worker is killed), and the worker is replaced either way.
+
+A worker is a fresh interpreter (`python -m simhash_index.workers`) talking over two
+pipes of its own, never a fork of the caller: forking a threaded crawl could copy a held
+lock, and multiprocessing's spawn would re-run the caller's main module (a crawl script).
+Its stdout and stderr are the caller's, so a crash prints the worker's Python stack there.
+
+`WorkerPool.run(job)` blocks until the job's result is back and is safe to call from
+several threads at once: each call takes an idle worker, so at most `size` jobs run and
+callers beyond that wait their turn (no queue of jobs builds up inside the pool).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+_STOP = None  # sent to a worker to end it
+
+
+class WorkerCrashed(RuntimeError):
+    """The worker process running a job died (a crash in native code, or killed)."""
+
+
+class WorkerTimeout(RuntimeError):
+    """A job ran longer than the pool's timeout; its worker was killed."""
+
+
+class WorkerStartError(RuntimeError):
+    """A worker process could not load the function or its setup (a configuration error)."""
+
+
+def default_size() -> int:
+    """One worker per CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class _Worker:
+    """One worker process and the two pipes to it."""
+
+    def __init__(self, function: Callable[[Any, Any], Any], setup: Any) -> None:
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(to_child), str(from_child)],
+                pass_fds=(to_child, from_child),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(to_child)
+            os.close(from_child)
+        self.send = Connection(from_parent, readable=False)
+        self.receive = Connection(to_parent, writable=False)
+        self.ready = False
+        self.send.send(sys.path)  # first, so that unpickling the setup finds the caller's modules
+        self.send.send((function.__module__, function.__qualname__, setup))
+
+    def wait_ready(self) -> bool:
+        """Wait until the worker has loaded its function: True, or False when it died first.
+        WorkerStartError when it could not load the function or its setup."""
+        if self.ready:
+            return True
+        try:
+            loaded, problem = self.receive.recv()
+        except (EOFError, OSError):  # killed from outside while starting, say
+            return False
+        if not loaded:
+            raise WorkerStartError(f"worker processes cannot start: {problem}")
+        self.ready = True
+        return True
+
+    def stop(self, *, kill: bool = False) -> int | None:
+        """End the process (at once when `kill`, else after its job); its exit code."""
+        if not kill:
+            try:
+                self.send.send(_STOP)
+            except OSError:
+                kill = True
+        if kill and self.process.poll() is None:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=None if kill else 5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.send.close()
+        self.receive.close()
+        return self.process.returncode
+
+
+class WorkerPool:
+    """`size` worker processes, each running `function(setup, job)` for one job at a time.
+
+    `function` must be a module-level function importable by its module's name, and
+    `setup`, the jobs and the results picklable.
+    """
+
+    def __init__(
+        self, function: Callable[[Any, Any], Any], setup: Any = None, *, size: int | None = None, timeout: float | None = None
+    ) -> None:
+        size = default_size() if size is None else size
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive number of worker processes; got {size!r}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be positive seconds, or None; got {timeout!r}")
+        pickle.dumps(setup)  # fail here, in the caller, not in every worker
+        self.size = size
+        self.timeout = timeout
+        self._function = function
+        self._setup = setup
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: set[_Worker] = set()
+        self._guard = threading.Lock()
+        self._closed = False
+        starting = [self._start() for _ in range(size)]  # side by side; a setup that cannot load fails here
+        try:
+            for worker in starting:
+                self._idle.put(self._ready(worker))
+        except WorkerStartError:
+            self._closed = True
+            with self._guard:
+                everyone = list(self._all)
+            for worker in everyone:
+                self._retire(worker, kill=True)
+            raise
+
+    def _start(self) -> _Worker:
+        worker = _Worker(self._function, self._setup)
+        with self._guard:
+            self._all.add(worker)
+        return worker
+
+    def _ready(self, worker: _Worker) -> _Worker:
+        """The worker once it has loaded, or a new one if it died starting (three tries)."""
+        for _ in range(3):
+            if worker.wait_ready():
+                return worker
+            self._retire(worker, kill=True)
+            worker = self._start()
+        if worker.wait_ready():
+            return worker
+        self._retire(worker, kill=True)
+        raise WorkerStartError("worker processes cannot start: each one exited while starting")
+
+    def _retire(self, worker: _Worker, *, kill: bool) -> int | None:
+        """Stop a worker and forget it; its exit code (negative: the signal that ended it)."""
+        with self._guard:
+            self._all.discard(worker)
+        return worker.stop(kill=kill)
+
+    def _release(self, worker: _Worker) -> None:
+        if self._closed:
+            self._retire(worker, kill=False)
+        else:
+            self._idle.put(worker)
+
+    def _replace(self, worker: _Worker) -> int | None:
+        exit_code = self._retire(worker, kill=True)
+        if not self._closed:
+            self._idle.put(self._start())
+        return exit_code
+
+    def run(self, job: Any) -> Any:
+        """The job's result, computed in a worker; re-raises what the function raised.
+
+        Raises WorkerCrashed when the worker died on this job, WorkerTimeout when it ran
+        longer than the timeout; the worker is replaced in both cases.
+        """
+        if self._closed:
+            raise RuntimeError("the worker pool is closed")
+        worker = self._idle.get()
+        try:
+            worker = self._ready(worker)
+        except WorkerStartError:
+            self._idle.put(self._start())
+            raise
+        try:
+            outcome, value = self._ask(worker, job)
+        except BaseException:
+            self._replace(worker)  # interrupted mid-job: its answer would reach the next caller
+            raise
+        if outcome == "timeout":
+            self._replace(worker)
+            raise WorkerTimeout(f"the job ran over {self.timeout:g} s; its worker was stopped")
+        if outcome == "died":
+            raise WorkerCrashed(f"the worker process died (exit code {self._replace(worker)}) on this job")
+        self._release(worker)
+        if outcome == "done":
+            return value
+        raise value
+
+    def _ask(self, worker: _Worker, job: Any) -> tuple[str, Any]:
+        """("done", result), ("raised", exception), ("died", None) or ("timeout", None)."""
+        try:
+            worker.send.send(job)
+            if not worker.receive.poll(self.timeout):
+                return "timeout", None
+            succeeded, value = worker.receive.recv()
+        except (EOFError, OSError):  # it died before, while or instead of answering
+            return "died", None
+        return ("done" if succeeded else "raised"), value
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids (for monitoring)."""
+        with self._guard:
+            return [worker.process.pid for worker in self._all]
+
+    def close(self) -> None:
+        """Stop the workers: idle ones now, busy ones when their job ends."""
+        self._closed = True
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                return
+            self._retire(worker, kill=False)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _serve(receive: Connection, send: Connection) -> None:
+    """A worker's loop: load the function and setup, then answer each job until told to stop."""
+    faulthandler.enable()  # a crash prints the worker's Python stack to stderr
+    sys.path[:] = receive.recv()
+    try:
+        module, name, setup = receive.recv()
+        function: Any = importlib.import_module(module)
+        for part in name.split("."):
+            function = getattr(function, part)
+    except Exception as exc:
+        send.send((False, f"{type(exc).__name__}: {exc}"))
+        return
+    send.send((True, None))
+    while True:
+        try:
+            job = receive.recv()
+        except (EOFError, OSError):  # the pool went away
+            return
+        if job is _STOP:
+            return
+        try:
+            answer = (True, function(setup, job))
+        except Exception as exc:  # the caller decides what a failed job means
+            answer = (False, exc)
+        send.send(answer)
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))
