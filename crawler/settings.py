@@ -10,9 +10,9 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 
-ITEM_PIPELINES = {"simhash_index.pipeline.SimhashDedupPipeline": 300}
-LOG_FORMATTER = "simhash_index.pipeline.SimhashLogFormatter"
+ITEM_PIPELINES = {"simhash_index.scrapy.SimhashDedupPipeline": 300}
+LOG_FORMATTER = "simhash_index.scrapy.SimhashLogFormatter"
 
 SIMHASH_ENABLED = True
 SIMHASH_DATABASE_URL = "sqlite:///simhash.db"
-COMMANDS_MODULE = "simhash_index.commands"  # `scrapy crawl` exits 1 when the index stopped the crawl
+COMMANDS_MODULE = "simhash_index.scrapy.commands"  # `scrapy crawl` exits 1 when the index stopped the crawl

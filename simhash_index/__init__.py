@@ -1,30 +1,63 @@
-"""Near-duplicate detection for web crawls: simhash fingerprints and an SQL index on their halves."""
+"""Near-duplicate detection for web crawls: simhash fingerprints, an index, a Scrapy pipeline.
 
-from .errors import (
-    IndexNotFoundError,
-    IndexUnavailableError,
-    SchemaVersionError,
-    SchemeMismatchError,
-    SimhashIndexError,
-)
-from .fingerprint import Fingerprinter, NoFeaturesError, Signature, fingerprint
-from .index import Duplicate, Match, SimhashIndex
-from .simhash import hamming, simhash
+The names below are imported on first use, so that a process needing one part (a worker
+fingerprinting pages, the command line) does not pay for importing the others.
+"""
 
-__all__ = [
-    "Duplicate",
-    "Fingerprinter",
-    "IndexNotFoundError",
-    "IndexUnavailableError",
-    "Match",
-    "NoFeaturesError",
-    "SchemaVersionError",
-    "SchemeMismatchError",
-    "Signature",
-    "SimhashIndex",
-    "SimhashIndexError",
-    "fingerprint",
-    "hamming",
-    "simhash",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .errors import (
+        IndexNotFoundError,
+        IndexUnavailableError,
+        LayoutMismatchError,
+        SchemaVersionError,
+        SchemeMismatchError,
+        SimhashIndexError,
+    )
+    from .fingerprinting.fingerprinter import Fingerprinter, NoFeaturesError, Signature, fingerprint
+    from .fingerprinting.simhash import hamming, simhash
+    from .index.base import Index
+    from .index.factory import SimhashIndex, open_index
+    from .index.memory import MemoryIndex
+    from .index.records import Duplicate, Match, Policy
+
+_HOMES = {
+    "IndexNotFoundError": "errors",
+    "IndexUnavailableError": "errors",
+    "LayoutMismatchError": "errors",
+    "SchemaVersionError": "errors",
+    "SchemeMismatchError": "errors",
+    "SimhashIndexError": "errors",
+    "Fingerprinter": "fingerprinting.fingerprinter",
+    "NoFeaturesError": "fingerprinting.fingerprinter",
+    "Signature": "fingerprinting.fingerprinter",
+    "fingerprint": "fingerprinting.fingerprinter",
+    "hamming": "fingerprinting.simhash",
+    "simhash": "fingerprinting.simhash",
+    "Index": "index.base",
+    "SimhashIndex": "index.factory",
+    "open_index": "index.factory",
+    "MemoryIndex": "index.memory",
+    "Duplicate": "index.records",
+    "Match": "index.records",
+    "Policy": "index.records",
+}
+__all__ = sorted(_HOMES)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'simhash_index' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -19,3 +19,7 @@ class SchemaVersionError(SimhashIndexError):
 
 class SchemeMismatchError(SimhashIndexError):
     """The database holds fingerprints of another scheme; they are not comparable."""
+
+
+class LayoutMismatchError(SimhashIndexError):
+    """The database's table has another layout than the one asked for."""

@@ -111,16 +111,35 @@ def db_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")
 
 
-@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def without_layout(url: str) -> str:
+    """An SQL URL for SQLAlchemy itself: the library's ?layout= taken out."""
+    return make_url(url).difference_update_query(["layout", "block_assignment"]).render_as_string(hide_password=False)
+
+
+def with_layout(url: str, layout: str) -> str:
+    """An SQL URL whose new index gets this layout (`?layout=`)."""
+    return make_url(url).update_query_dict({"layout": layout}).render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["sqlite", "sqlite-halves", "postgres", "postgres-halves", "redis"])
+def index_url(request: pytest.FixtureRequest) -> str:
+    """The index suite's backends: SQL in both layouts ("blocks", the default, and "halves"), and Redis."""
+    backend, _, layout = request.param.partition("-")
+    url = request.getfixturevalue(f"{backend}_url")
+    return with_layout(url, layout) if layout else url
+
+
+@pytest.fixture(params=["sqlite", "sqlite-halves", "postgres", "postgres-halves", "redis"])
 def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], str]]:
-    """A factory of fresh, empty indexes on one backend per run: SQLite files, PostgreSQL
-    schemas (each a URL whose search_path is its own schema, dropped afterwards), or Redis
-    key prefixes (their keys deleted afterwards)."""
-    if request.param == "sqlite":
+    """A factory of fresh, empty indexes on one backend (and SQL layout) per run: SQLite
+    files, PostgreSQL schemas (each a URL whose search_path is its own schema, dropped
+    afterwards), or Redis key prefixes (their keys deleted afterwards)."""
+    backend, _, layout = request.param.partition("-")
+    if backend == "sqlite":
         counter = itertools.count()
-        yield lambda: f"sqlite:///{tmp_path / f'fresh{next(counter)}.db'}"
+        yield lambda: with_layout(f"sqlite:///{tmp_path / f'fresh{next(counter)}.db'}", layout or "blocks")
         return
-    if request.param == "redis":
+    if backend == "redis":
         client = redis_server()
         prefixes: list[str] = []
 
@@ -144,7 +163,8 @@ def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ca
         with admin.connect() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         schemas.append(schema)
-        return base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+        url = base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+        return with_layout(url, layout or "blocks")
 
     try:
         fresh()  # fails or skips here, as postgres_url does, when the server is not usable

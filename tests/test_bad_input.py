@@ -11,7 +11,7 @@ from scrapy.utils.test import get_crawler
 from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
-from simhash_index.pipeline import OUTCOMES, SimhashDedupPipeline
+from simhash_index.scrapy.pipeline import OUTCOMES, SimhashDedupPipeline
 
 ARTICLE = page("Report", english_article(21))
 README_SETTINGS = (REPO / "README.md").read_text().split("<!-- pipeline-settings:")[1].split("```python\n")[1].split("```")[0]

@@ -5,19 +5,28 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import with_layout, without_layout
 from sqlalchemy import create_engine
 from sqlalchemy.exc import IntegrityError
 
-from simhash_index import Match, SimhashIndex, indexes
-from simhash_index.index import key_hash
+from simhash_index import Match, SimhashIndex
+from simhash_index.index.sql import table_indexes as indexes
+from simhash_index.index.records import key_hash
 
 KEY_INDEX = "ix_simhash_documents_key_hash"
-ALL_INDEXES = {KEY_INDEX, "ix_simhash_documents_low_half", "ix_simhash_documents_high_half", "ix_simhash_documents_text_hash"}
+LOOKUP_INDEXES = {
+    "blocks": {f"ix_simhash_documents_block{i}" for i in range(4)},
+    "halves": {"ix_simhash_documents_low_half", "ix_simhash_documents_high_half"},
+}
+ALL_INDEXES: set[str] = set()  # of the layout under test: set by sql_url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite-blocks", "sqlite-halves", "postgres-blocks", "postgres-halves"])
 def sql_url(request: pytest.FixtureRequest) -> str:
-    return request.getfixturevalue(f"{request.param}_url")
+    backend, layout = request.param.split("-")
+    ALL_INDEXES.clear()
+    ALL_INDEXES.update({KEY_INDEX, "ix_simhash_documents_text_hash"} | LOOKUP_INDEXES[layout])
+    return with_layout(request.getfixturevalue(f"{backend}_url"), layout)
 
 
 def index_names(index: SimhashIndex) -> set[str]:
@@ -93,7 +102,7 @@ def test_tables_with_the_old_unique_constraint_get_no_second_key_index(sql_url):
     """Tables written before the key-hash index kept key_hash UNIQUE as a constraint: loads upsert there."""
     with SimhashIndex(sql_url) as index:
         pass
-    engine = create_engine(index.url)
+    engine = create_engine(without_layout(sql_url))
     with engine.begin() as conn:
         conn.exec_driver_sql(f"DROP INDEX {KEY_INDEX}")
         if conn.dialect.name == "sqlite":  # SQLite cannot add a constraint: the table as it was created then

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from simhash_index import IndexNotFoundError, SimhashIndex, formats, reports, urls
-from simhash_index.cli import cli
-from simhash_index.fingerprint import DEFAULT
-from simhash_index.simhash import to_hex
+from simhash_index import IndexNotFoundError, SimhashIndex, urls
+from simhash_index.cli import formats, reports
+from simhash_index.cli.commands import cli
+from simhash_index.fingerprinting.fingerprinter import DEFAULT
+from simhash_index.fingerprinting.simhash import to_hex
 
 A = 0x0123456789ABCDEF
 B = 0xFEDCBA9876543210

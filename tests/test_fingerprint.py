@@ -12,8 +12,8 @@ import pytest
 import xxhash
 
 from simhash_index import Fingerprinter, NoFeaturesError, fingerprint, hamming
-from simhash_index.sketch import similarity
-from simhash_index.stopwords import ALL as STOP_WORDS
+from simhash_index.fingerprinting.sketch import similarity
+from simhash_index.text.stopwords import ALL as STOP_WORDS
 
 DEFAULT = Fingerprinter()
 # explicit settings, so these tests check the mechanism rather than the tuned defaults

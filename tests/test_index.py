@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import delete_redis_keys
+from conftest import delete_redis_keys, without_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -25,13 +25,20 @@ from simhash_index import (
     SimhashIndex,
     hamming,
 )
-from simhash_index import sql
-from simhash_index.simhash import to_unsigned
-from simhash_index.redis_index import split_url
-from simhash_index.sketch import minhash
+from simhash_index.index.sql.layouts import HALF_KEYS, half_probes
+from simhash_index.index.sql.statements import fetch
+from simhash_index.fingerprinting.simhash import to_unsigned
+from simhash_index.index.redis.backend import split_url
+from simhash_index.fingerprinting.sketch import minhash
 
 TOP = 1 << 63
 
+
+
+@pytest.fixture
+def db_url(index_url: str) -> str:
+    """This module's tests run on SQL in both layouts and on Redis (conftest's index_url)."""
+    return index_url
 
 def flip(value: int, positions) -> int:
     for p in positions:
@@ -50,7 +57,7 @@ def far_apart(rng: random.Random, count: int, min_distance: int = 12) -> list[in
 
 
 def execute(url: str, statement: str) -> None:
-    engine = create_engine(url)
+    engine = create_engine(without_layout(url))
     try:
         with engine.begin() as conn:
             conn.execute(text(statement))
@@ -409,10 +416,24 @@ def test_repr_hides_the_password(postgres_url):
 # -- the half lookups: exactly what a scan finds, through the indexes --------------------------------
 
 
+def lookup_statement(index, dialect: str, fingerprint: int) -> tuple[str, tuple]:
+    """What query() runs first: SQLite's candidate lookups, or PostgreSQL's whole query."""
+    if dialect == "postgresql":
+        return index.layout.near_sql(), index.layout.near_parameters(fingerprint, index.max_distance)
+    return index.layout.candidates_sql(dialect), index.layout.candidates_parameters(fingerprint)
+
+
+LOOKUP_INDEXES = {
+    "blocks": {f"ix_simhash_documents_block{i}" for i in range(4)},
+    "halves": {"ix_simhash_documents_low_half", "ix_simhash_documents_high_half"},
+}
+
+
+@pytest.mark.parametrize("layout", ["blocks", "halves"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_lookups_use_the_half_indexes(request, backend):
+def test_lookups_use_the_layouts_indexes(request, backend, layout):
     """The lookups' expressions must match the indexes' verbatim, or the database scans the table."""
-    with SimhashIndex(request.getfixturevalue(f"{backend}_url")) as index:
+    with SimhashIndex(request.getfixturevalue(f"{backend}_url"), layout=layout) as index:
         rng = random.Random(11)
         index.add_many((f"k{i}", rng.getrandbits(64)) for i in range(2000))
         with index.transaction() as conn:
@@ -423,9 +444,9 @@ def test_lookups_use_the_half_indexes(request, backend):
                 conn.exec_driver_sql("ANALYZE simhash_documents")
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 2,000 rows: a scan could be cheaper
                 explain = "EXPLAIN "
-            statement, parameters = sql.lookup(name, 5, index.max_distance)  # what query() runs
-            plan = " ".join(str(row) for row in sql.fetch(conn, explain + statement, parameters))
-        assert "ix_simhash_documents_low_half" in plan and "ix_simhash_documents_high_half" in plan, plan
+            statement, parameters = lookup_statement(index, name, 5)
+            plan = " ".join(str(row) for row in fetch(conn, explain + statement, parameters))
+        assert all(name in plan for name in LOOKUP_INDEXES[layout]), plan
         assert "SCAN simhash_documents" not in plan and "Seq Scan" not in plan, plan
 
 
@@ -447,21 +468,26 @@ def test_queries_leave_pooled_postgres_connections_transactional(postgres_url):
 EDGE_FINGERPRINTS = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**63 + 2**31, 2**64 - 1]
 
 
+def half_keys(fingerprint: int) -> tuple[int, int]:
+    low, high = half_probes(fingerprint)
+    return low[0], high[0]
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_half_keys_are_what_the_database_indexes(request, backend):
     """The keys a lookup binds equal the indexed expressions as the database computes them, top bits included."""
-    with SimhashIndex(request.getfixturevalue(f"{backend}_url")) as index:
+    with SimhashIndex(request.getfixturevalue(f"{backend}_url"), layout="halves") as index:
         index.add_many((f"k{fp}", fp) for fp in EDGE_FINGERPRINTS)
         with index.transaction(write=False) as conn:
-            expressions = ", ".join(sql.HALF_KEYS.values())
+            expressions = ", ".join(HALF_KEYS.values())
             rows = conn.exec_driver_sql(f"SELECT fingerprint, {expressions} FROM simhash_documents").all()
     assert sorted((to_unsigned(fp), low, high) for fp, low, high in rows) == [
-        (fp, *sql.half_keys(fp)) for fp in EDGE_FINGERPRINTS
+        (fp, *half_keys(fp)) for fp in EDGE_FINGERPRINTS
     ]
     for fp in EDGE_FINGERPRINTS:
-        low, high = sql.probe_keys(fp)
-        assert low == [sql.half_keys(fp ^ flip)[0] for flip in (0, *(1 << bit for bit in range(32)))]
-        assert high == [sql.half_keys(fp ^ flip)[1] for flip in (0, *(1 << bit for bit in range(32, 64)))]
+        low, high = half_probes(fp)
+        assert low == [half_keys(fp ^ flip)[0] for flip in (0, *(1 << bit for bit in range(32)))]
+        assert high == [half_keys(fp ^ flip)[1] for flip in (0, *(1 << bit for bit in range(32, 64)))]
 
 
 @st.composite

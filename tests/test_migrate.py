@@ -20,11 +20,14 @@ from sqlalchemy import (
     create_engine,
 )
 
-from simhash_index import Match, SchemaVersionError, Signature, SimhashIndex, sql
-from simhash_index.fingerprint import DEFAULT
-from simhash_index.index import key_hash
-from simhash_index.indexes import index_names
-from simhash_index.simhash import blocks, to_signed
+from simhash_index import Match, SchemaVersionError, Signature, SimhashIndex
+from simhash_index.index.sql.layouts import Layout
+from simhash_index.index.sql.schema import SCHEMA_VERSION
+from simhash_index.index.sql.statements import fetch
+from simhash_index.fingerprinting.fingerprinter import DEFAULT
+from simhash_index.index.records import key_hash
+from simhash_index.index.sql.table_indexes import index_names
+from simhash_index.fingerprinting.simhash import blocks, to_signed
 
 V1 = MetaData()
 V1_META = Table("simhash_meta", V1, Column("name", Text, primary_key=True), Column("value", Text, nullable=False))
@@ -109,10 +112,14 @@ def test_version_1_is_upgraded_when_opened(request, backend, without_indexes):
             if name == "postgresql":
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 3 rows: a scan would be cheaper
             explain = "EXPLAIN QUERY PLAN " if name == "sqlite" else "EXPLAIN "
-            statement, parameters = sql.lookup(name, NEAR, index.max_distance)
-            plan = str(sql.fetch(conn, explain + statement, parameters))
+            halves = Layout("halves")
+            if name == "postgresql":
+                statement, parameters = halves.near_sql(), halves.near_parameters(NEAR, index.max_distance)
+            else:
+                statement, parameters = halves.candidates_sql(name), halves.candidates_parameters(NEAR)
+            plan = str(fetch(conn, explain + statement, parameters))
             indexes = index_names(conn)
-    assert version == "2"
+    assert version == SCHEMA_VERSION
     assert "ix_simhash_documents_low_half" in plan and "ix_simhash_documents_high_half" in plan, plan
     assert not any("block" in name for name in indexes) and "ix_simhash_documents_text_hash" in indexes
     with SimhashIndex(url, create=False) as index:  # opening again: nothing left to upgrade

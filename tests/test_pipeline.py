@@ -12,7 +12,7 @@ from scrapy.utils.test import get_crawler
 from sites import english_article, page
 
 from simhash_index import SimhashIndex, SimhashIndexError
-from simhash_index.pipeline import SimhashDedupPipeline, SimhashLogFormatter, StartupError, summarize
+from simhash_index.scrapy.pipeline import SimhashDedupPipeline, SimhashLogFormatter, StartupError, summarize
 
 ARTICLE = page("Report", english_article(11))
 OTHER = page("Other", english_article(12))
@@ -145,7 +145,7 @@ def test_log_summaries_hide_bodies() -> None:
     summary = summarize({"url": "http://big/1", "title": "Big", "html": body})
     assert "http://big/1" in summary and "Big" in summary
     assert "xxxx" not in summary and len(summary) < 400
-    crawler = get_crawler(settings_dict={"LOG_FORMATTER": "simhash_index.pipeline.SimhashLogFormatter"})
+    crawler = get_crawler(settings_dict={"LOG_FORMATTER": "simhash_index.scrapy.SimhashLogFormatter"})
     formatter = SimhashLogFormatter.from_crawler(crawler)
     spider = scrapy.Spider("s")
     spider.crawler = crawler

@@ -20,10 +20,10 @@ from click.testing import CliRunner
 from conftest import REQUIRE_ENV, redis_prefix_url, redis_server
 
 from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, hamming
-from simhash_index.cli import cli
-from simhash_index.redis_index import RedisIndex, split_url
+from simhash_index.cli.commands import cli
+from simhash_index.index.redis.backend import RedisIndex, split_url
 from simhash_index.urls import masked as masked_url
-from simhash_index.sketch import minhash
+from simhash_index.fingerprinting.sketch import minhash
 
 
 @pytest.fixture

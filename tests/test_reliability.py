@@ -15,7 +15,7 @@ from sites import build_cluster_site, serve
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from simhash_index.engine import parse_url
+from simhash_index.index.sql.engine import parse_url
 
 
 def start_crawl(start_url: str, db_url: str, log: Path, *settings: str) -> subprocess.Popen:

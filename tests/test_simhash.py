@@ -11,7 +11,7 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhash_index.simhash import blocks, from_hex, hamming, simhash, to_hex, to_signed, to_unsigned
+from simhash_index.fingerprinting.simhash import blocks, from_hex, hamming, simhash, to_hex, to_signed, to_unsigned
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 FEATURE = st.text(min_size=1, max_size=8)

@@ -127,8 +127,8 @@ def test_run_is_thread_safe_under_contention(pool: WorkerPool) -> None:
 
 
 def test_analyse_many_keeps_the_order_and_survives_a_crash() -> None:
-    from simhash_index.fingerprint import Fingerprinter
-    from simhash_index.pages import PageJob, PageSetup, analyse, analyse_many
+    from simhash_index.fingerprinting.fingerprinter import Fingerprinter
+    from simhash_index.fingerprinting.pages import PageJob, PageSetup, analyse, analyse_many
 
     setup = PageSetup(Fingerprinter(tokenizer=worker_jobs.words_or_crash, min_length=10))
     texts = [f"page number {i} " * 20 if i != 3 else "crashnow " * 20 for i in range(10)]

@@ -16,8 +16,10 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
-from . import urls
-from .errors import IndexUnavailableError
+from ... import urls
+from ...errors import IndexUnavailableError
+from ...fingerprinting.fingerprinter import Signature
+from .layouts import contiguous_blocks
 
 WRITE = "simhash_write"  # execution option: this transaction will write
 SQLITE_BUSY_TIMEOUT_S = 60
@@ -139,19 +141,20 @@ def _switch_to_wal(cursor) -> None:  # noqa: ANN001 - a DBAPI cursor
             time.sleep(0.01)
 
 
-def advisory_lock_keys(blocks: tuple[int, ...] | None, text_hash: int | None, key_hash: int) -> list[tuple[int, int]]:
+def advisory_lock_keys(signature: Signature, key_hash: int) -> list[tuple[int, int]]:
     """(class id, object id) pairs that serialise checks which could see each other.
 
-    Two near-duplicates share a block value at the same position, two exact
-    duplicates share a text hash, and two checks of one URL share its key hash.
-    Sorted, so every process takes them in the same order and cannot deadlock.
+    Two near-duplicates share a 16-bit block value at the same position (whatever the
+    table's layout), two exact duplicates share a text hash, and two checks of one URL
+    share its key hash.
     """
     keys = [(_LOCK_SPACE + 5, _int32(key_hash))]
-    if text_hash is not None:
-        keys.append((_LOCK_SPACE + 4, _int32(text_hash)))
-    if blocks is not None:
-        keys += [(_LOCK_SPACE + i, value) for i, value in enumerate(blocks)]
-    return sorted(keys)
+    if signature.text_hash is not None:
+        keys.append((_LOCK_SPACE + 4, _int32(signature.text_hash)))
+    if signature.near_matchable:
+        assert signature.simhash is not None
+        keys += [(_LOCK_SPACE + i, value) for i, value in enumerate(contiguous_blocks(signature.simhash))]
+    return keys
 
 
 def _int32(value: int) -> int:

@@ -1,5 +1,7 @@
--- The server side of simhash_index.redis_index: each call runs atomically in Redis.
--- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is described in redis_index.py.
+-- The server side of simhash_index.index.redis: each call runs atomically in Redis.
+-- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is docs/redis.md's.
+-- `check` applies the rule of simhash_index/index/rule.py (the specification; a differential
+-- test in tests/test_redis_index.py holds this copy to it).
 -- Fingerprints and text hashes travel as 16 lower-case hex digits, '' meaning none. Lua numbers
 -- are doubles, so 64-bit values are compared as two 32-bit halves with the `bit` library.
 
@@ -141,16 +143,20 @@ local function near(fp, max_distance)
   return found
 end
 
--- Logs `key` as a duplicate; a key logged before keeps its place in the log.
-local function log_duplicate(key, match, now)
+-- Logs `key` as a duplicate, with the evidence; a key logged before keeps its place in the log.
+local function log_duplicate(key, fp, match, now)
   local did = redis.call('HGET', P .. 'dup_ids', key)
   if not did then
     did = redis.call('INCR', P .. 'next_dup')
     redis.call('HSET', P .. 'dup_ids', key, did)
     redis.call('ZADD', P .. 'dup_log', did, did)
   end
-  redis.call('HSET', P .. 'dup:' .. did, 'key', key, 'duplicate_of', match.key, 'duplicate_of_id', match.id,
+  local entry = P .. 'dup:' .. did
+  redis.call('DEL', entry)
+  redis.call('HSET', entry, 'key', key, 'duplicate_of', match.key, 'duplicate_of_id', match.id,
     'distance', match.distance, 'exact', match.exact, 'seen_at', now)
+  if fp ~= '' then redis.call('HSET', entry, 'fingerprint', fp) end
+  if match.similarity ~= '' then redis.call('HSET', entry, 'similarity', match.similarity) end
 end
 
 -- The stored page a new page duplicates: the same text first, else the nearest verified candidate.
@@ -161,36 +167,30 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
       local doc = redis.call('HMGET', doc_key(first), 'key', 'fingerprint')
       local d = 0
       if doc[2] and fp ~= '' then d = distance(doc[2], fp) end
-      return {id = first, key = doc[1], fingerprint = doc[2] or '', distance = d, exact = 1, sketch = ''}
+      return {id = first, key = doc[1], fingerprint = doc[2] or '', distance = d, exact = 1, similarity = ''}
     end
   end
   if fp == '' or exact_only == '1' then return nil end
   for _, candidate in ipairs(near(fp, max_distance)) do
-    local id, verified, accepted = candidate[1], '', true
+    local id, score, accepted = candidate[1], '', true
     if sketch ~= '' then
       local stored = redis.call('GET', P .. 'sketch:' .. id)
       if stored and #stored == #sketch then
-        verified = stored
-        accepted = similarity(sketch, stored) >= min_similarity
+        local value = similarity(sketch, stored)
+        score = string.format('%.17g', value)
+        accepted = value >= min_similarity
       end
     end
     if accepted then
       local key = redis.call('HGET', doc_key(id), 'key')
-      return {id = id, key = key, fingerprint = candidate[3], distance = candidate[2], exact = 0, sketch = verified}
+      return {id = id, key = key, fingerprint = candidate[3], distance = candidate[2], exact = 0, similarity = score}
     end
   end
   return nil
 end
 
-if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
-  -- never carry on silently on an index that vanished (a server restarted without persistence)
-  return redis.error_reply('NOINDEX simhash_index: no index under this prefix any more')
-end
-
-if command == 'check' then
-  -- key, fingerprint, text_hash, sketch, exact_only, max_distance, min_similarity, now
-  local key, fp, th, sketch, exact_only = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-  local max_distance, min_similarity, now = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+-- Checks one page and stores or logs it; returns false, or its match as the client reads it.
+local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now)
   local id = redis.call('HGET', P .. 'ids', key)
   if id then  -- never a duplicate of itself: follow its new content (and its new length)
     local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
@@ -206,8 +206,24 @@ if command == 'check' then
     store(key, fp, th, sketch, exact_only, now)
     return false
   end
-  log_duplicate(key, match, now)
-  return {match.key, match.fingerprint, match.distance, match.exact, match.sketch}
+  log_duplicate(key, fp, match, now)
+  return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
+end
+
+if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
+  -- never carry on silently on an index that vanished (a server restarted without persistence)
+  return redis.error_reply('NOINDEX simhash_index: no index under this prefix any more')
+end
+
+if command == 'check' then
+  -- now, max_distance, min_similarity, then key, fingerprint, text_hash, sketch, exact_only of
+  -- each page: checked in order, a page seeing those before it; one answer a page
+  local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+  local answers = {}
+  for i = 6, #ARGV, 5 do
+    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance, min_similarity, now))
+  end
+  return answers
 elseif command == 'store' then
   -- now, then key, fingerprint, text_hash, sketch, exact_only of each page: stored in order
   local now = ARGV[3]

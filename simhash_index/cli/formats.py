@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from .index import Duplicate, Match
-    from .reports import Cluster, Stats
+    from ..index.base import Cluster
+    from ..index.records import Duplicate, Match
+    from .reports import Stats
 
 FORMATS = ("table", "json", "jsonl", "csv")
 TABLE_WIDTH_OFF_TERMINAL = 10_000  # piped tables are not wrapped: one line per row

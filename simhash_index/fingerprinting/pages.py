@@ -13,9 +13,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .extract import ExtractionError, ExtractOptions, extract_text
-from .fingerprint import Fingerprinter, Signature
-from .workers import WorkerCrashed, WorkerPool, WorkerTimeout
+from ..text.extract import ExtractionError, ExtractOptions, extract_text
+from .fingerprinter import Fingerprinter, Signature
+from ..workers import WorkerCrashed, WorkerPool, WorkerTimeout
 
 M = TypeVar("M")
 

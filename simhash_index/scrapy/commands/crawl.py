@@ -2,7 +2,7 @@
 
 Scrapy exits 0 whatever the finish reason; a crawl whose index could not be opened (or
 failed with SIMHASH_ON_DB_ERROR=stop) deduplicated nothing, and a script running it must
-be able to tell. Enable with `COMMANDS_MODULE = "simhash_index.commands"`.
+be able to tell. Enable with `COMMANDS_MODULE = "simhash_index.scrapy.commands"`.
 """
 
 from __future__ import annotations

@@ -17,17 +17,17 @@ from typing import Any
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from . import __version__, formats, reports
-from .errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SimhashIndexError
-from .fingerprint import DEFAULT
-from .index import MAX_SUPPORTED_DISTANCE, SimhashIndex
-from .records import check_key
-from .cli_inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
-from .pages import PageJob, PageSetup, analyse_many
-from .simhash import from_hex, hamming, to_hex
+from .. import __version__, defaults
+from ..errors import IndexNotFoundError, IndexUnavailableError, LayoutMismatchError, SchemaVersionError, SimhashIndexError
+from ..fingerprinting.fingerprinter import DEFAULT
+from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
+from ..fingerprinting.simhash import from_hex, hamming, to_hex
+from ..index.base import Index
+from ..index.factory import open_index as open_backend
+from ..index.records import Policy, check_key
+from . import formats, reports
+from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
 
-DB_ENV = "SIMHASH_DATABASE_URL"
-DEFAULT_DB = "sqlite:///simhash.db"
 
 
 class DatabaseError(click.ClickException):
@@ -47,7 +47,7 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (IndexUnavailableError, IndexNotFoundError, SchemaVersionError) as exc:
+        except (IndexUnavailableError, IndexNotFoundError, SchemaVersionError, LayoutMismatchError) as exc:
             raise DatabaseError(one_line(exc)) from None
         except SimhashIndexError as exc:
             raise click.ClickException(one_line(exc)) from None
@@ -66,8 +66,8 @@ def db_option(command: Callable) -> Callable:
     return click.option(
         "--db",
         metavar="URL",
-        envvar=DB_ENV,
-        default=DEFAULT_DB,
+        envvar=defaults.DATABASE_URL_ENV,
+        default=defaults.DATABASE_URL,
         show_default=True,
         show_envvar=True,
         help="Index URL: sqlite:///path, postgresql://user@host/db or redis://host:6379/0?prefix=P.",
@@ -90,9 +90,9 @@ def _format(fmt: str | None, piped: str = "jsonl") -> str:
 # -- opening the database and reading pages ---------------------------------------
 
 
-def open_index(db: str, *, create: bool = False, max_distance: int = 3) -> SimhashIndex:
+def open_index(db: str, *, create: bool = False, max_distance: int = defaults.MAX_DISTANCE) -> Index:
     """The index at `db`, closed when the command ends. Read-only commands never create anything."""
-    index = SimhashIndex(db, create=create, scheme=None, max_distance=max_distance)
+    index = open_backend(db, create=create, scheme=None, max_distance=max_distance)
     return click.get_current_context().with_resource(index)
 
 
@@ -165,9 +165,9 @@ FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
 @click.option("--simhash", "simhash_hex", metavar="HEX", help="A fingerprint: 16 hex digits.")
 @click.option(
     "--max-distance",
-    default=MAX_SUPPORTED_DISTANCE,
+    default=defaults.MAX_SUPPORTED_DISTANCE,
     show_default=True,
-    type=click.IntRange(0, MAX_SUPPORTED_DISTANCE),
+    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
     help="Largest Hamming distance to list.",
 )
 def query(
@@ -202,7 +202,7 @@ def query(
     formats.write_matches(matches, _format(fmt), sys.stdout)
 
 
-def stored_fingerprint(index: SimhashIndex, url: str) -> int:
+def stored_fingerprint(index: Index, url: str) -> int:
     """The fingerprint of a stored page; a one-line error when there is none."""
     match = index.get(url)
     shown = formats.visible(url)
@@ -267,9 +267,9 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Report what would be kept and dropped; write nothing.")
 @click.option(
     "--max-distance",
-    default=MAX_SUPPORTED_DISTANCE,
+    default=defaults.MAX_SUPPORTED_DISTANCE,
     show_default=True,
-    type=click.IntRange(0, MAX_SUPPORTED_DISTANCE),
+    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
     help="Largest Hamming distance that makes a page a near-duplicate.",
 )
 @click.option(
@@ -288,7 +288,7 @@ def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int |
         source = open_existing(db, max_distance)
         scheme = source.scheme if source is not None else DEFAULT.scheme
         target: Any = click.get_current_context().with_resource(
-            reports.DryRunIndex(source, scheme=scheme, max_distance=max_distance)
+            reports.DryRunIndex(source, scheme=scheme, policy=Policy(max_distance))
         )
     else:
         target = open_index(db, create=True, max_distance=max_distance)
@@ -317,14 +317,9 @@ def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int |
     click.echo(f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}")
 
 
-def open_existing(db: str, max_distance: int) -> SimhashIndex | None:
+def open_existing(db: str, max_distance: int) -> Index | None:
     """The index at `db`, or None when there is none yet (an import would create it)."""
     try:
         return open_index(db, max_distance=max_distance)
     except IndexNotFoundError:
         return None
-
-
-def main() -> None:
-    """Entry point of the `simhash-index` console script."""
-    cli(prog_name="simhash-index")

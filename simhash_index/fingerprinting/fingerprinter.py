@@ -11,10 +11,10 @@ from pathlib import Path
 
 import xxhash
 
-from . import stopwords as _stopwords
+from ..text import stopwords as _stopwords
 from .simhash import simhash
 from .sketch import DEFAULT_SLOTS, minhash
-from .tokenize import TOKENIZERS, normalize, shingles
+from ..text.tokens import TOKENIZERS, normalize, shingles
 
 Tokenizer = Callable[[str], list[str]]
 WEIGHTINGS = ("tf", "sublinear", "tfidf")

@@ -6,47 +6,45 @@ before the end leaves them out, and the next writer to open the index builds the
 
 from __future__ import annotations
 
-from sqlalchemy import Index
+from sqlalchemy import Index, Table
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.schema import CreateIndex
 
-from . import schema
+from .schema import DOCUMENTS, KEY_HASH_INDEX
 
 # Keys loaded more than once, with the key-hash index dropped: the last row of each stays, as add() would leave it.
-_KEEP_LAST = (
-    "DELETE FROM simhash_documents WHERE id NOT IN (SELECT MAX(id) FROM simhash_documents GROUP BY key_hash)"
-)
+_KEEP_LAST = f"DELETE FROM {DOCUMENTS} WHERE id NOT IN (SELECT MAX(id) FROM {DOCUMENTS} GROUP BY key_hash)"
 
 
-def key_indexes(conn: Connection) -> list[Index]:
+def key_indexes(conn: Connection, documents: Table) -> list[Index]:
     """The documents' indexes, less the key-hash index where the table's key_hash has the UNIQUE
     constraint that tables written before it have instead (it would be a second one)."""
     if conn.dialect.name == "sqlite":  # the constraint's index; the primary key is the rowid
         statement = (
-            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents' "
+            f"SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = '{DOCUMENTS}' "
             "AND name LIKE 'sqlite\\_autoindex\\_%' ESCAPE '\\'"
         )
     else:
-        statement = "SELECT 1 FROM pg_constraint WHERE conrelid = 'simhash_documents'::regclass AND contype = 'u'"
+        statement = f"SELECT 1 FROM pg_constraint WHERE conrelid = '{DOCUMENTS}'::regclass AND contype = 'u'"
     constrained = conn.exec_driver_sql(statement).first() is not None
-    return [index for index in schema.documents.indexes if not (constrained and index is schema.KEY_HASH_INDEX)]
+    return [index for index in documents.indexes if not (constrained and index.name == KEY_HASH_INDEX)]
 
 
 def index_names(conn: Connection) -> set[str]:
     """The names of the indexes the documents table has (SQLAlchemy's inspector skips expression indexes)."""
     if conn.dialect.name == "sqlite":
-        listing = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'simhash_documents'"
+        listing = f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{DOCUMENTS}'"
     else:
-        listing = "SELECT indexname FROM pg_indexes WHERE tablename = 'simhash_documents' AND schemaname = current_schema()"
+        listing = f"SELECT indexname FROM pg_indexes WHERE tablename = '{DOCUMENTS}' AND schemaname = current_schema()"
     return set(conn.exec_driver_sql(listing).scalars())
 
 
-def build_missing_indexes(conn: Connection) -> None:
+def build_missing_indexes(conn: Connection, documents: Table) -> None:
     """Build the documents' indexes that are missing: a bulk load into an empty index builds them
     last, and one killed before that left them out."""
     present = index_names(conn)
-    missing = [index for index in key_indexes(conn) if index.name not in present]
+    missing = [index for index in key_indexes(conn, documents) if index.name not in present]
     for index in missing:
         if index.unique:
             _build_unique(conn, index)
@@ -58,9 +56,9 @@ def build_missing_indexes(conn: Connection) -> None:
 
 def analyze(conn: Connection) -> None:
     """PostgreSQL gathers statistics on index expressions only when it analyzes: without them its
-    planner guesses that a half lookup matches a large share of the table and may scan it."""
+    planner guesses that a lookup matches a large share of the table and may scan it."""
     if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("ANALYZE simhash_documents")
+        conn.exec_driver_sql(f"ANALYZE {DOCUMENTS}")
 
 
 def _build_unique(conn: Connection, index: Index) -> None:

@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
+from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, NoFeaturesError
+from ..fingerprinting.pages import PageJob
+from ..text.extract import decode, extract_text
 from . import formats
-from .extract import decode, extract_text
-from .fingerprint import DEFAULT, Fingerprinter, NoFeaturesError
-from .pages import PageJob
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 _HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)

@@ -21,15 +21,17 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-from .errors import SimhashIndexError
-from .extract import ExtractOptions
-from .fingerprint import Fingerprinter, Signature
-from .index import MAX_SUPPORTED_DISTANCE, Match, SimhashIndex
-from .pages import Page, PageJob, PageSetup, analyse
-from .records import check_key
-from .simhash import to_hex
-from .workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout, default_size
-from .writer import BatchWriter
+from .. import defaults
+from ..errors import SimhashIndexError
+from ..fingerprinting.fingerprinter import Fingerprinter, Signature
+from ..fingerprinting.pages import Page, PageJob, PageSetup, analyse
+from ..fingerprinting.simhash import to_hex
+from ..index.base import Index
+from ..index.factory import open_index
+from ..index.records import Match, check_key
+from ..index.writer import BatchWriter
+from ..text.extract import ExtractOptions
+from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout, default_size
 
 T = TypeVar("T")
 
@@ -57,8 +59,8 @@ def shorten(value: object, limit: int = MAX_LOGGED_CHARS) -> str:
 class PipelineSettings:
     """The SIMHASH_* settings, read and checked once."""
 
-    database_url: str = "sqlite:///simhash.db"
-    max_distance: int = 3
+    database_url: str = defaults.DATABASE_URL
+    max_distance: int = defaults.MAX_DISTANCE
     min_text_length: int = Fingerprinter.min_length
     html_field: str = "html"
     text_field: str = "text"
@@ -66,8 +68,8 @@ class PipelineSettings:
     drop_log_level: str = "INFO"
     on_db_error: str = "stop"
     workers: int = field(default_factory=default_size)
-    worker_timeout: float = 120.0
-    batch_size: int = 64
+    worker_timeout: float = defaults.WORKER_TIMEOUT_S
+    batch_size: int = defaults.BATCH_SIZE
     extract: ExtractOptions = ExtractOptions()
 
     @classmethod
@@ -101,8 +103,8 @@ class PipelineSettings:
         return values
 
     def check(self) -> None:
-        if not 0 <= self.max_distance <= MAX_SUPPORTED_DISTANCE:
-            raise ValueError(f"SIMHASH_MAX_DISTANCE must be 0 to {MAX_SUPPORTED_DISTANCE}; got {self.max_distance}")
+        if not 0 <= self.max_distance <= defaults.MAX_SUPPORTED_DISTANCE:
+            raise ValueError(f"SIMHASH_MAX_DISTANCE must be 0 to {defaults.MAX_SUPPORTED_DISTANCE}; got {self.max_distance}")
         if self.min_text_length < 0:
             raise ValueError(f"SIMHASH_MIN_TEXT_LENGTH must be >= 0; got {self.min_text_length}")
         if self.drop_log_level not in LOG_LEVELS:
@@ -171,7 +173,7 @@ class SimhashDedupPipeline:
         self.fingerprinter = Fingerprinter(min_length=settings.min_text_length)
         self.crawler = crawler
         self.stats = crawler.stats if crawler is not None else None
-        self.index: SimhashIndex | None = None
+        self.index: Index | None = None
         self.pool: WorkerPool | None = None
         self.writer: BatchWriter[tuple[str, Signature], Match | None] | None = None
         self._setup = PageSetup(self.fingerprinter, settings.extract)
@@ -218,7 +220,7 @@ class SimhashDedupPipeline:
         """Open the index, start the worker processes and the writer (blocking)."""
         for noisy in ("trafilatura", "htmldate", "courlan", "justext"):
             logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger(noisy).getEffectiveLevel()))
-        self.index = SimhashIndex(
+        self.index = open_index(
             self.settings.database_url, max_distance=self.settings.max_distance, scheme=self.fingerprinter.scheme
         )
         try:
@@ -380,11 +382,11 @@ class SimhashDedupPipeline:
         return item
 
     def _decide(self, batch: Sequence[tuple[str, Signature]]) -> list[Match | None]:
-        """The writer thread's call: each page of the batch checked and stored in order."""
+        """The writer thread's call: the batch checked and stored in one transaction."""
         index = self.index
         if index is None:
             raise SimhashIndexError("the index is closed")
-        return [index.check_and_add(url, signature) for url, signature in batch]
+        return index.check_and_add_many(batch)
 
     # -- failures -------------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""Reports over an index (stats, the duplicates log, clusters), and a dry-run stand-in for
+`check_and_add`: the same code for every backend, through the Index interface.
+
+Hosts are parsed from URLs in Python, so every backend agrees on them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from ..fingerprinting.fingerprinter import Signature
+from ..index.base import Cluster, Description, Index
+from ..index.memory import MemoryIndex
+from ..index.records import Duplicate, Match, Policy
+
+
+def host_of(url: str) -> str | None:
+    """The lower-cased host name of a URL, without port or user; None when it has none.
+
+    >>> host_of("https://User@WWW.Example.com:8080/a?b"), host_of("not a url")
+    ('www.example.com', None)
+    """
+    try:
+        return urlsplit(url).hostname or None
+    except ValueError:  # e.g. an unbalanced IPv6 bracket
+        return None
+
+
+def normalize_host(host: str) -> str:
+    """A host as given on the command line, as `host_of` spells it."""
+    return host.strip().rstrip(".").lower()
+
+
+def on_host(url: str, host: str) -> bool:
+    """Whether a URL is on `host` (already normalised) or one of its subdomains.
+
+    >>> on_host("https://news.example.com/a", "example.com"), on_host("https://badexample.com/", "example.com")
+    (True, False)
+    """
+    found = host_of(url)
+    return found is not None and (found == host or found.endswith("." + host))
+
+
+# -- stats ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What an index holds."""
+
+    documents: int
+    duplicates: int
+    exact_duplicates: int
+    distances: dict[int, int]  # distance -> duplicates, every distance from 0 to the largest seen
+    top_hosts: list[tuple[str | None, int]]  # (host, duplicates), most first
+    scheme: str
+    description: Description
+
+    @property
+    def near_duplicates(self) -> int:
+        return self.duplicates - self.exact_duplicates
+
+
+def stats(index: Index, *, top: int = 10) -> Stats:
+    """Pages stored, duplicates logged by distance, and the `top` hosts with the most duplicates."""
+    by_distance: Counter[int] = Counter()
+    hosts: Counter[str | None] = Counter()
+    exact = 0
+    for duplicate in index.logged():
+        by_distance[duplicate.distance] += 1
+        exact += duplicate.exact
+        hosts[host_of(duplicate.key)] += 1
+    histogram = {d: by_distance[d] for d in range(max(by_distance, default=-1) + 1)}
+    ranked = sorted(hosts.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
+    return Stats(len(index), sum(by_distance.values()), exact, histogram, ranked[:top], index.scheme, index.describe())
+
+
+# -- the duplicates log -----------------------------------------------------------
+
+
+def duplicates(
+    index: Index,
+    *,
+    host: str | None = None,
+    since: datetime | None = None,
+    max_distance: int | None = None,
+    limit: int | None = None,
+) -> Iterator[Duplicate]:
+    """Pages dropped as duplicates, in the order they were first logged, streamed.
+
+    host: only pages on this host or its subdomains. since: only pages dropped
+    at or after this moment (naive means UTC).
+    """
+    rows: Iterator[Duplicate] = index.logged(since=since)
+    if max_distance is not None:
+        rows = (row for row in rows if row.distance <= max_distance)
+    if host is not None:
+        wanted = normalize_host(host)
+        rows = (row for row in rows if on_host(row.key, wanted))
+    yield from itertools.islice(rows, limit)
+
+
+def clusters(index: Index, *, limit: int | None = None) -> Iterator[Cluster]:
+    """Each stored page that has duplicates, with them; the largest clusters first, streamed."""
+    return index.clusters(limit=limit)
+
+
+# -- dry runs ---------------------------------------------------------------------
+
+
+class DryRunIndex:
+    """`check_and_add` that never writes to the index, with the same answers.
+
+    Decides in a private in-memory index. Before each check it copies in, read-only,
+    every stored page the checked one could see (its key, its text, its near pages:
+    Index.neighbourhood), so the memory holds all a real check would see, plus the pages
+    kept so far.
+    """
+
+    def __init__(self, source: Index | None, *, scheme: str, policy: Policy = Policy()) -> None:
+        self._source = source
+        self._memory = MemoryIndex(policy=policy, scheme=scheme)
+
+    def check_and_add(self, key: str, signature: Signature) -> Match | None:
+        if self._source is not None:
+            self._memory.copy_in(self._source.neighbourhood(key, signature))
+        return self._memory.check_and_add(key, signature)
+
+    def close(self) -> None:
+        self._memory.close()
+
+    def __enter__(self) -> DryRunIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,26 @@
+"""Every default of the library, the pipeline and the command line, in one place."""
+
+from __future__ import annotations
+
+DATABASE_URL = "sqlite:///simhash.db"
+DATABASE_URL_ENV = "SIMHASH_DATABASE_URL"  # read by the command line and the crawl
+
+# The index's lookups find every stored fingerprint within 3 bits (pigeonhole over four 16-bit
+# blocks, or two 32-bit halves probed one bit off): no layout supports more.
+MAX_SUPPORTED_DISTANCE = 3
+MAX_DISTANCE = 3
+# Estimated Jaccard similarity a simhash candidate's sketch must reach to be a duplicate;
+# measured on real pages (docs/accuracy.md).
+MIN_SIMILARITY = 0.88
+
+LAYOUT = "blocks"  # the SQL table's lookup columns: "blocks" or "halves"
+BLOCK_ASSIGNMENT = "contiguous"  # bits 0-15 in block 0, ...; or "interleaved" (bit i in block i mod 4)
+
+BATCH_SIZE = 64  # pages decided per writer transaction, at most (the pipeline, check_and_add_many)
+BULK_BATCH_SIZE = 100_000  # rows per transaction of a bulk load (add_many)
+WORKER_TIMEOUT_S = 120.0  # a page analysed longer than this is given up and its worker replaced
+
+CONNECT_TIMEOUT_S = 10.0  # reaching the database server
+STATEMENT_TIMEOUT_S = 60.0  # one statement, or waiting for a lock (SQLite's busy timeout)
+
+REDIS_PREFIX = "simhash:"

@@ -1,0 +1,1 @@
+"""Text to fingerprint: simhash over weighted features, a MinHash sketch, the Fingerprinter."""

@@ -1,0 +1,207 @@
+"""The index interface every backend implements: SQL (SQLite, PostgreSQL), Redis, memory.
+
+The public methods check and normalise their arguments here, once; a backend implements
+the protected `_` methods, which get plain values (checked keys, Signatures of ints).
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+
+from .. import defaults
+from ..fingerprinting.fingerprinter import Signature
+from .records import Duplicate, Fingerprint, Match, Policy, StoredPage, as_signature, as_u64, as_utc, check_key
+
+Page = tuple[str, Signature]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A stored page and the pages dropped as its duplicates, nearest first."""
+
+    key: str
+    duplicates: tuple[Duplicate, ...]
+
+
+@dataclass(frozen=True)
+class Description:
+    """What an index is, for `stats` and error messages."""
+
+    backend: str  # "sqlite", "postgresql", "redis" or "memory"
+    schema_version: str
+    layout: str | None = None  # SQL: "blocks" or "halves"
+    block_assignment: str | None = None
+
+
+class Index(ABC):
+    """Near-duplicate index: stored pages' fingerprints, checked and stored atomically.
+
+    Of a group of mutual near-duplicates checked concurrently (from any process, on any
+    backend), exactly one is stored and the others are logged as its duplicates.
+    """
+
+    url: str  # as it may be shown: credentials hidden
+    scheme: str  # the fingerprint settings the stored fingerprints were made with
+    policy: Policy
+
+    @property
+    def max_distance(self) -> int:
+        return self.policy.max_distance
+
+    @property
+    def min_similarity(self) -> float:
+        return self.policy.min_similarity
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r}, max_distance={self.max_distance})"
+
+    # -- checking and storing --------------------------------------------------------
+
+    def check_and_add(
+        self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None
+    ) -> Match | None:
+        """Store the page unless it duplicates a stored one; return that one, or None.
+
+        A key that is already stored is never a duplicate of itself: if its content
+        changed, its row is updated in place. A key logged as a duplicate before is
+        checked again, and stored if it no longer is one.
+        """
+        return self._check_and_add_many([(check_key(key), as_signature(fingerprint, text_hash, sketch))])[0]
+
+    def check_and_add_many(self, items: Iterable[tuple[str, Fingerprint]]) -> list[Match | None]:
+        """check_and_add for each (key, fingerprint or Signature), in order, as one atomic
+        step with one commit: a later page can be a duplicate of an earlier one."""
+        pages = [(check_key(key), as_signature(fingerprint)) for key, fingerprint in items]
+        return self._check_and_add_many(pages) if pages else []
+
+    def add(self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None) -> None:
+        """Store a page (replacing the stored one with this key), without checking."""
+        self._add_many([(check_key(key), as_signature(fingerprint, text_hash, sketch))])
+
+    def add_many(self, items: Iterable[tuple[str, Fingerprint]], *, batch_size: int = defaults.BULK_BATCH_SIZE) -> int:
+        """Store many (key, fingerprint or Signature) pairs without checks; returns how many."""
+        with self.insertion_session(batch_size=batch_size) as session:
+            for key, fingerprint in items:
+                session.add(key, fingerprint)
+        return session.stored
+
+    def insertion_session(
+        self, *, batch_size: int = defaults.BULK_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
+    ) -> InsertionSession:
+        """A bulk load: `with index.insertion_session() as s: s.add(key, fp)`, stored in batches."""
+        return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def query(self, fingerprint: int) -> list[Match]:
+        """Every stored page within max_distance, nearest first (then oldest)."""
+        return self._query(as_u64(fingerprint))
+
+    def get(self, key: str) -> Match | None:
+        """The stored page with this key, as a Match at distance 0, or None."""
+        return self._get(check_key(key))
+
+    def duplicates(self) -> list[Duplicate]:
+        """Every page logged as a duplicate, in the order first logged."""
+        return list(self.logged())
+
+    def logged(self, *, since: datetime | None = None) -> Iterator[Duplicate]:
+        """The duplicates log, streamed in the order first logged; `since`: only pages
+        dropped at or after it (naive means UTC)."""
+        return self._logged(None if since is None else as_utc(since))
+
+    def clusters(self, *, limit: int | None = None) -> Iterator[Cluster]:
+        """Each stored page that has duplicates, with them: the largest clusters first."""
+        groups: dict[str, list[tuple[int, Duplicate]]] = defaultdict(list)
+        for order, duplicate in enumerate(self.logged()):
+            groups[duplicate.duplicate_of].append((order, duplicate))
+        ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), item[1][0][0]))
+        for stored, members in itertools.islice(ranked, limit):
+            members.sort(key=lambda member: (member[1].distance, member[0]))
+            yield Cluster(stored, tuple(duplicate for _, duplicate in members))
+
+    def neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
+        """The stored pages a check of this page could see: its key, its text, its near
+        pages (a superset is fine); what a dry run copies to decide as the index would."""
+        return self._neighbourhood(check_key(key), as_signature(signature))
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Pages stored."""
+
+    @abstractmethod
+    def describe(self) -> Description:
+        """The backend, schema version and layout."""
+
+    # -- for backends ------------------------------------------------------------------
+
+    @abstractmethod
+    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]: ...
+
+    @abstractmethod
+    def _add_many(self, pages: Sequence[Page]) -> None: ...
+
+    @abstractmethod
+    def _query(self, fingerprint: int) -> list[Match]: ...
+
+    @abstractmethod
+    def _get(self, key: str) -> Match | None: ...
+
+    @abstractmethod
+    def _logged(self, since: datetime | None) -> Iterator[Duplicate]: ...
+
+    @abstractmethod
+    def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]: ...
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connections."""
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class InsertionSession:
+    """Stores pages in batches of `batch_size` without checks; a key added twice keeps its
+    last fingerprint. `on_batch(stored_so_far)` is called after each batch."""
+
+    def __init__(self, index: Index, *, batch_size: int, on_batch: Callable[[int], None] | None = None) -> None:
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        self.index = index
+        self.batch_size = batch_size
+        self.on_batch = on_batch
+        self.stored = 0
+        self._batch: list[Page] = []
+
+    def __enter__(self) -> InsertionSession:
+        return self
+
+    def add(self, key: str, fingerprint: Fingerprint) -> None:
+        """Store a page (an int fingerprint or a Signature); replaces a stored one with this key."""
+        self._batch.append((check_key(key), as_signature(fingerprint)))
+        if len(self._batch) >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._batch:
+            self.index._add_many(self._batch)
+            self.stored += len(self._batch)
+            self._batch = []
+            if self.on_batch is not None:
+                self.on_batch(self.stored)
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        if exc_type is None:
+            self.flush()

@@ -1,0 +1,63 @@
+"""One factory picks the backend from the URL: the only module that imports a backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import URL
+
+from .. import defaults
+from ..fingerprinting.fingerprinter import DEFAULT
+from .base import Index
+from .records import Policy
+
+MEMORY = "memory://"
+REDIS = ("redis://", "rediss://")
+
+
+def open_index(
+    url: str | URL = defaults.DATABASE_URL,
+    *,
+    max_distance: int = defaults.MAX_DISTANCE,
+    min_similarity: float = defaults.MIN_SIMILARITY,
+    scheme: str | None = DEFAULT.scheme,
+    create: bool = True,
+    layout: str | None = None,
+    block_assignment: str | None = None,
+    prefix: str | None = None,
+) -> Index:
+    """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
+    `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
+
+    scheme: the Fingerprinter.scheme of the fingerprints to be stored (None adopts the
+    index's). create: create the index when there is none (False: IndexNotFoundError).
+    layout, block_assignment: an SQL table's lookup layout, chosen when it is created
+    ("blocks" by default, or "halves"; "contiguous" or "interleaved" blocks); an existing
+    index keeps its own. prefix: the Redis key prefix (or `?prefix=` in the URL).
+    """
+    policy = Policy(max_distance, min_similarity)
+    if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
+        if layout is not None or block_assignment is not None:
+            raise ValueError("layout and block_assignment choose an SQL table's lookups; a Redis or memory index has none")
+        if url == MEMORY:
+            from .memory import MemoryIndex
+
+            return MemoryIndex(url, policy=policy, scheme=scheme)
+        from .redis.backend import RedisIndex
+
+        return RedisIndex(url, policy=policy, scheme=scheme, create=create, prefix=prefix)
+    if prefix is not None:
+        raise ValueError("prefix is a Redis key prefix; an SQL index has none")
+    from .sql.backend import SqlIndex
+    from .sql.layouts import Layout
+
+    chosen = None
+    if layout is not None or block_assignment is not None:
+        chosen = Layout(layout or defaults.LAYOUT, block_assignment or defaults.BLOCK_ASSIGNMENT)  # type: ignore[arg-type]
+    return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen)
+
+
+def SimhashIndex(url: str | URL = defaults.DATABASE_URL, **options: Any) -> Index:  # noqa: N802 - the name users know
+    """`open_index` under the name the library has always had: a factory, not a class (the
+    index's class depends on the URL; `isinstance(index, Index)` holds for every one)."""
+    return open_index(url, **options)

@@ -1,0 +1,152 @@
+"""An index held in this process's memory: for dry runs, examples and tests.
+
+The same rule and answers as the database backends; nothing outlives the object.
+Thread-safe: one lock serialises every call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..fingerprinting.fingerprinter import DEFAULT, Signature
+from ..fingerprinting.simhash import blocks
+from . import rule
+from .base import Description, Index, Page
+from .records import Duplicate, Match, Policy, StoredPage, now
+
+SCHEMA_VERSION = "1"
+_COPIED = 1 << 62  # copied pages rank before any page stored here
+
+
+@dataclass
+class _Logged:
+    order: int
+    duplicate: Duplicate
+
+
+class MemoryIndex(Index):
+    """Pages in dicts: by key, by text hash, and by each 16-bit block of the fingerprint."""
+
+    def __init__(self, url: str = "memory://", *, policy: Policy = Policy(), scheme: str | None = DEFAULT.scheme) -> None:
+        self.url = url
+        self.policy = policy
+        self.scheme = scheme or DEFAULT.scheme
+        self._lock = threading.RLock()
+        self._order = itertools.count(1)
+        self._pages: dict[str, StoredPage] = {}
+        self._by_text: dict[int, set[str]] = defaultdict(set)
+        self._by_block: list[dict[int, set[str]]] = [defaultdict(set) for _ in range(4)]
+        self._log: dict[str, _Logged] = {}
+        self._log_order = itertools.count(1)
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    def describe(self) -> Description:
+        return Description("memory", SCHEMA_VERSION)
+
+    # -- storage -----------------------------------------------------------------------
+
+    def _put(self, key: str, signature: Signature, stored_at: datetime, order: int | None = None) -> None:
+        old = self._pages.get(key)
+        if old is not None:
+            self._unindex(old)
+            order = old.order
+        page = StoredPage(key, signature, next(self._order) if order is None else order, stored_at)
+        self._pages[key] = page
+        if signature.text_hash is not None:
+            self._by_text[signature.text_hash].add(key)
+        if signature.near_matchable:
+            assert signature.simhash is not None
+            for i, value in enumerate(blocks(signature.simhash)):
+                self._by_block[i][value].add(key)
+        self._log.pop(key, None)  # a stored page is nobody's duplicate
+
+    def _unindex(self, page: StoredPage) -> None:
+        signature = page.signature
+        if signature.text_hash is not None:
+            self._by_text[signature.text_hash].discard(page.key)
+        if signature.near_matchable:
+            assert signature.simhash is not None
+            for i, value in enumerate(blocks(signature.simhash)):
+                self._by_block[i][value].discard(page.key)
+
+    def _candidates(self, signature: Signature) -> list[StoredPage]:
+        if not signature.near_matchable:
+            return []
+        assert signature.simhash is not None
+        keys: set[str] = set()
+        for i, value in enumerate(blocks(signature.simhash)):  # within 3 bits, a block is equal
+            keys |= self._by_block[i].get(value, set())
+        return [self._pages[key] for key in keys]
+
+    # -- the interface -------------------------------------------------------------------
+
+    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+        answers: list[Match | None] = []
+        with self._lock:
+            moment = now()
+            for key, signature in pages:
+                same_text = [self._pages[k] for k in self._by_text.get(signature.text_hash, ())] if signature.text_hash is not None else []
+                decision = rule.decide(
+                    signature, own=self._pages.get(key), same_text=same_text,
+                    nearby=self._candidates(signature), policy=self.policy,
+                )
+                if decision.match is not None:
+                    self._log_duplicate(key, signature, decision.match, moment)
+                elif decision.store:
+                    self._put(key, signature, moment)
+                answers.append(decision.match)
+        return answers
+
+    def _log_duplicate(self, key: str, signature: Signature, match: Match, moment: datetime) -> None:
+        entry = self._log.get(key)
+        duplicate = Duplicate(key, match.key, match.distance, match.exact, moment, signature.simhash, match.similarity)
+        self._log[key] = _Logged(entry.order if entry else next(self._log_order), duplicate)
+
+    def _add_many(self, pages: Sequence[Page]) -> None:
+        with self._lock:
+            moment = now()
+            for key, signature in pages:
+                self._put(key, signature, moment)
+
+    def _query(self, fingerprint: int) -> list[Match]:
+        with self._lock:
+            found = rule.near(Signature(fingerprint, None), self._candidates(Signature(fingerprint, None)), self.max_distance)
+        return [Match(page.key, page.signature.simhash, bits) for bits, page in found]
+
+    def _get(self, key: str) -> Match | None:
+        page = self._pages.get(key)
+        return None if page is None else Match(key, page.signature.simhash, 0, exact=True)
+
+    def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
+        with self._lock:
+            entries = sorted(self._log.values(), key=lambda entry: entry.order)
+        for entry in entries:
+            if since is None or entry.duplicate.seen_at >= since:
+                yield entry.duplicate
+
+    def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
+        with self._lock:
+            found = {page.key: page for page in self._candidates(signature)}
+            if signature.text_hash is not None:
+                found.update((k, self._pages[k]) for k in self._by_text.get(signature.text_hash, ()))
+            if key in self._pages:
+                found[key] = self._pages[key]
+        return sorted(found.values(), key=lambda page: page.order)
+
+    def copy_in(self, pages: Sequence[StoredPage]) -> None:
+        """Store pages another index holds, older than every page stored here and in their
+        own order (a dry run's view of the database); keys already here are left alone."""
+        with self._lock:
+            for page in pages:
+                if page.key not in self._pages:
+                    self._put(page.key, page.signature, page.stored_at or now(), order=page.order - _COPIED)
+
+    def close(self) -> None:
+        pass

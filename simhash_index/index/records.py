@@ -1,0 +1,153 @@
+"""What every index backend shares: its answers, the policy it decides by, and the checks
+its arguments get (keys every database can store, fingerprints as plain unsigned ints)."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import xxhash
+
+from .. import defaults
+from ..fingerprinting.fingerprinter import Signature
+
+MASK64 = (1 << 64) - 1
+
+Fingerprint = int | Signature | None  # what check_and_add and add take
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored page near a query: its key, fingerprint and Hamming distance; `exact` when
+    the normalised texts are identical; `similarity` the sketches' estimated Jaccard."""
+
+    key: str
+    fingerprint: int | None
+    distance: int
+    exact: bool = False
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A page dropped as a duplicate of a stored one, with the evidence: its fingerprint,
+    the distance and similarity to the stored page, and the rule that decided
+    ("exact": the same normalised text; "near": within the distance, verified)."""
+
+    key: str
+    duplicate_of: str
+    distance: int
+    exact: bool
+    seen_at: datetime
+    fingerprint: int | None = None
+    similarity: float | None = None
+
+    @property
+    def rule(self) -> str:
+        return "exact" if self.exact else "near"
+
+
+@dataclass(frozen=True)
+class StoredPage:
+    """A stored page as the duplicate rule sees it; `order` ranks pages by age (row id)."""
+
+    key: str
+    signature: Signature
+    order: int
+    stored_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """When a page is a near-duplicate: within `max_distance` bits, and (when both pages
+    have sketches) at least `min_similarity` similar."""
+
+    max_distance: int = defaults.MAX_DISTANCE
+    min_similarity: float = defaults.MIN_SIMILARITY
+
+    def __post_init__(self) -> None:
+        limit = defaults.MAX_SUPPORTED_DISTANCE
+        if isinstance(self.max_distance, bool) or not isinstance(self.max_distance, int) or not 0 <= self.max_distance <= limit:
+            raise ValueError(
+                f"max_distance must be an integer from 0 to {limit} (the index's lookups find every match "
+                f"within {limit} bits); got {self.max_distance!r}"
+            )
+        if not isinstance(self.min_similarity, (int, float)) or not 0.0 <= self.min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be between 0 and 1; got {self.min_similarity!r}")
+
+
+def check_key(key: object) -> str:
+    """A page key (URL) every backend can store: text without NUL characters or lone
+    surrogates (PostgreSQL and SQLite's driver refuse both); ValueError naming it otherwise."""
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a string (the page's URL); got {type(key).__name__}")
+    if "\x00" in key:
+        raise ValueError(f"key {shown_key(key)} holds a NUL character, which no database stores: drop or escape it")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"key {shown_key(key)} holds a lone surrogate, not text: decode the URL properly") from None
+    return key
+
+
+def shown_key(key: str, limit: int = 200) -> str:
+    """A key for a message or a log line: escaped, quoted, at most `limit` characters."""
+    text = key.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return "'" + (text if len(text) <= limit else text[: limit - 20] + "...") + "'"
+
+
+def key_hash(key: str) -> int:
+    """Signed 64-bit hash of a key: the unique column (URLs can be too long to index)."""
+    return to_signed(xxhash.xxh64_intdigest(key.encode("utf-8")))
+
+
+def as_u64(value: object, name: str = "fingerprint") -> int:
+    """An unsigned 64-bit value as a plain int: any integral type (NumPy's too) is accepted;
+    anything else is refused with a message naming the argument."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        hint = " (parse hex with simhash_index.fingerprinting.simhash.from_hex)" if isinstance(value, str) else ""
+        raise TypeError(f"{name} must be an unsigned 64-bit integer; got {type(value).__name__} {value!r}{hint}")
+    number = operator.index(value)  # type: ignore[call-overload]
+    if not 0 <= number <= MASK64:
+        raise ValueError(f"{name} must be an unsigned 64-bit integer; got {number!r}")
+    return number
+
+
+def as_signature(fingerprint: object, text_hash: object = None, sketch: object = None) -> Signature:
+    """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
+    exact_only = False
+    if isinstance(fingerprint, Signature):
+        fingerprint, text_hash, sketch, exact_only = (
+            fingerprint.simhash, fingerprint.text_hash, fingerprint.sketch, fingerprint.exact_only
+        )
+    if fingerprint is None and text_hash is None:
+        raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
+    if sketch is not None and not isinstance(sketch, (bytes, bytearray, memoryview)):
+        raise TypeError(f"sketch must be bytes (Fingerprinter.signature makes it); got {type(sketch).__name__}")
+    return Signature(
+        None if fingerprint is None else as_u64(fingerprint),
+        None if text_hash is None else as_u64(text_hash, "text_hash"),
+        None if sketch is None else bytes(sketch),
+        exact_only=bool(exact_only),
+    )
+
+
+def to_signed(value: int) -> int:
+    """An unsigned 64-bit value as the signed integer a BIGINT column holds."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def to_unsigned(value: int) -> int:
+    """The inverse of `to_signed`."""
+    return value & MASK64
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A timestamp read back from a database, as an aware UTC datetime (SQLite drops the zone)."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def now() -> datetime:
+    """The current UTC time, to the microsecond."""
+    return datetime.now(timezone.utc)

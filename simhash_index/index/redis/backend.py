@@ -1,0 +1,283 @@
+"""RedisIndex: the index on a Redis server, check_and_add_many one server-side script.
+
+The script (script.lua) applies the duplicate rule of rule.py to each page of a batch,
+atomically: Redis runs one script at a time. tests/test_redis_index.py holds it to the
+Python rule on random sequences. The key layout is docs/redis.md's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+try:
+    import redis
+except ImportError as missing:  # pragma: no cover - the extra is installed in every test run
+    raise ImportError("Redis indexes need the redis package: pip install 'simhash-index[redis]'") from missing
+
+from ... import defaults, urls
+from ...errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SchemeMismatchError, SimhashIndexError
+from ...fingerprinting.fingerprinter import DEFAULT, Signature
+from ...fingerprinting.simhash import blocks
+from ..base import Description, Index, Page
+from ..records import Duplicate, Match, Policy, StoredPage
+
+SCHEMES = ("redis://", "rediss://")
+SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches
+STREAM_ROWS = 1000  # log entries read at a time
+PAGES_PER_CALL = 250  # pages stored by one script call in a bulk load: a few ms of the server each
+_SCRIPT = (Path(__file__).parent / "script.lua").read_text(encoding="utf-8")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
+    """(the URL to connect to, the key prefix): `?prefix=` is ours, the rest is redis-py's."""
+    if not isinstance(url, str) or not url.startswith(SCHEMES):
+        raise IndexUnavailableError(f"url {urls.masked(url)!r} is not a Redis URL: use e.g. redis://127.0.0.1:6379/0")
+    problem = urls.unescaped_userinfo(url)
+    if problem:
+        raise IndexUnavailableError(f"url {urls.masked(url)!r}: {problem}")
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [value for name, value in query if name == "prefix"]
+    if len(set(given)) > 1 or (given and prefix is not None and given[0] != prefix):
+        raise ValueError(f"two different key prefixes given (the URL's ?prefix= and prefix=): {[*given, prefix]!r}; give one")
+    chosen = prefix if prefix is not None else (given[0] if given else defaults.REDIS_PREFIX)
+    if not isinstance(chosen, str) or not chosen:
+        raise ValueError(f"prefix must be a non-empty string, e.g. 'crawl1:'; got {chosen!r}")
+    rest = urlencode([(name, value) for name, value in query if name != "prefix"])
+    return urlunsplit(parts._replace(query=rest)), chosen
+
+
+def _hex(value: int | None) -> str:
+    return "" if value is None else f"{value:016x}"
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "surrogatepass")
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _moment(micros: bytes | int) -> datetime:
+    return _EPOCH + timedelta(microseconds=int(micros))
+
+
+class RedisIndex(Index):
+    """Near-duplicate index on a Redis server, under a key prefix of its own."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        policy: Policy = Policy(),
+        scheme: str | None = DEFAULT.scheme,
+        create: bool = True,
+        prefix: str | None = None,
+    ) -> None:
+        connect_to, self.prefix = split_url(url, prefix)
+        self._typed = url
+        self.url = urls.masked(url)
+        self.policy = policy
+        try:
+            self._client = redis.Redis.from_url(
+                connect_to, socket_connect_timeout=defaults.CONNECT_TIMEOUT_S, socket_timeout=defaults.STATEMENT_TIMEOUT_S
+            )
+            pool = self._client.connection_pool
+            pool.connection_class(**pool.connection_kwargs)  # an unknown ?option= fails here, before any call
+        except TypeError as exc:  # redis-py passes an option it does not know on as a keyword
+            option = str(exc).rpartition("keyword argument ")[2] or self._scrub(exc)
+            raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: unknown option {option}") from None
+        except ValueError as exc:  # a bad port or database number, or a bad option value
+            raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: {self._scrub(exc)}") from None
+        self._script = self._client.register_script(_SCRIPT)
+        try:
+            self.scheme = self._open(scheme, create)
+        except SimhashIndexError as exc:
+            self._client.close()
+            if type(exc) is SimhashIndexError:  # e.g. a database number the server does not have
+                raise IndexUnavailableError(str(exc)) from exc
+            raise
+        except BaseException:
+            self._client.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"RedisIndex({self.url!r}, prefix={self.prefix!r}, max_distance={self.max_distance})"
+
+    # -- talking to the server --------------------------------------------------------
+
+    def _scrub(self, error: object) -> str:
+        return urls.scrub(urls.first_line(error), self._typed)
+
+    @contextmanager
+    def _talking(self) -> Iterator[None]:
+        """Redis errors as the library's: IndexUnavailableError when the server cannot be reached."""
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise IndexUnavailableError(f"redis {self.url} is unavailable: {self._scrub(exc)}") from exc
+        except redis.ResponseError as exc:
+            if not str(exc).startswith("NOINDEX"):
+                raise SimhashIndexError(f"redis {self.url} failed: {self._scrub(exc)}") from exc
+            raise IndexNotFoundError(
+                f"redis {self.url} holds no index under prefix {self.prefix!r} any more (restarted without "
+                "persistence, or flushed?): open it again to start a new one"
+            ) from exc
+        except redis.RedisError as exc:
+            raise SimhashIndexError(f"redis {self.url} failed: {self._scrub(exc)}") from exc
+
+    def _run(self, command: str, *args: object, client: Any = None) -> Any:
+        return self._script(args=[command, self.prefix, *args], client=client)
+
+    def _open(self, scheme: str | None, create: bool) -> str:
+        with self._talking():
+            version, recorded = self._run("open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0")
+        where = f"{self.url} (prefix {self.prefix!r})"
+        if version is None and not create:
+            raise IndexNotFoundError(f"{where} holds no simhash index: is it the right server, database and prefix?")
+        if version is not None and _text(version) != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{where} has schema version {_text(version)}; this simhash-index reads version "
+                f"{SCHEMA_VERSION}: use a new prefix, or the simhash-index version that wrote it"
+            )
+        recorded_scheme = _text(recorded) if recorded is not None else scheme or DEFAULT.scheme
+        if scheme is not None and recorded_scheme != scheme:
+            raise SchemeMismatchError(
+                f"{where} holds fingerprints of another scheme, which are not comparable:\n"
+                f"  database: {recorded_scheme}\n  asked:    {scheme}\n"
+                "use the database's fingerprinter settings, or a new prefix"
+            )
+        return recorded_scheme
+
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    # -- the interface -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        with self._talking():
+            return int(self._client.hlen(self._key("ids")))
+
+    def describe(self) -> Description:
+        return Description("redis", SCHEMA_VERSION)
+
+    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+        now = _micros(datetime.now(timezone.utc))
+        arguments = [argument for key, signature in pages for argument in _page_args(key, signature)]
+        with self._talking():
+            found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), *arguments)
+        return [_match(answer) for answer in found]
+
+    def _add_many(self, pages: Sequence[Page]) -> None:
+        now = _micros(datetime.now(timezone.utc))
+        with self._talking():
+            pipe = self._client.pipeline(transaction=False)
+            for start in range(0, len(pages), PAGES_PER_CALL):
+                arguments = [a for key, signature in pages[start : start + PAGES_PER_CALL] for a in _page_args(key, signature)]
+                self._run("store", now, *arguments, client=pipe)
+            pipe.execute()
+
+    def _query(self, fingerprint: int) -> list[Match]:
+        with self._talking():
+            rows = self._run("near", _hex(fingerprint), self.max_distance)
+        return [Match(_text(key), int(stored, 16), int(distance)) for key, stored, distance in rows]
+
+    def _get(self, key: str) -> Match | None:
+        with self._talking():
+            found = self._run("get", key.encode("utf-8"))
+        if found is None:
+            return None
+        return Match(key, int(found[0], 16) if found[0] else None, 0, exact=True)
+
+    def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
+        log, after = self._key("dup_log"), "-inf"
+        while True:
+            with self._talking():
+                ids = self._client.zrangebyscore(log, after, "+inf", start=0, num=STREAM_ROWS)
+                if not ids:
+                    return
+                pipe = self._client.pipeline(transaction=False)
+                for log_id in ids:
+                    pipe.hgetall(self._key(f"dup:{_text(log_id)}"))
+                entries = pipe.execute()
+            for entry in entries:
+                if entry:  # empty when it left the log between the two reads
+                    duplicate = _duplicate(entry)
+                    if since is None or duplicate.seen_at >= since:
+                        yield duplicate
+            after = f"({_text(ids[-1])}"
+
+    def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hget(self._key("ids"), key.encode("utf-8"))
+        if signature.text_hash is not None:
+            pipe.zrange(self._key(f"text:{_hex(signature.text_hash)}"), 0, -1)
+        if signature.simhash is not None:
+            for i, value in enumerate(blocks(signature.simhash)):
+                pipe.zrange(self._key(f"block:{i}:{value:04x}"), 0, -1)
+        with self._talking():
+            own, *sets = pipe.execute()
+            ids = {int(own)} if own is not None else set()
+            for members in sets:
+                ids.update(int(member.rsplit(b":", 1)[-1]) for member in members)
+            pipe = self._client.pipeline(transaction=True)
+            ordered = sorted(ids)
+            for page_id in ordered:
+                pipe.hgetall(self._key(f"doc:{page_id}"))
+                pipe.get(self._key(f"sketch:{page_id}"))
+            found = pipe.execute()
+        pages = zip(ordered, found[::2], found[1::2])
+        return [
+            StoredPage(_text(doc[b"key"]), _stored_signature(doc, sketch), page_id, _moment(doc[b"stored_at"]))
+            for page_id, doc, sketch in pages
+            if doc
+        ]
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str]:
+    """A page as the script takes it: key, fingerprint, text_hash, sketch, exact_only."""
+    return (
+        key.encode("utf-8"),
+        _hex(signature.simhash),
+        _hex(signature.text_hash),
+        signature.sketch or b"",
+        "1" if signature.exact_only else "0",
+    )
+
+
+def _match(answer: Any) -> Match | None:
+    """A Match from the script's answer for one page: false, or {key, fingerprint, distance, exact, similarity}."""
+    if not answer:
+        return None
+    key, stored, distance, exact, score = answer
+    return Match(
+        _text(key), int(stored, 16) if stored else None, int(distance), exact=exact == 1, similarity=float(score) if score else None
+    )
+
+
+def _duplicate(entry: dict[bytes, bytes]) -> Duplicate:
+    fingerprint, score = entry.get(b"fingerprint"), entry.get(b"similarity")
+    return Duplicate(
+        _text(entry[b"key"]), _text(entry[b"duplicate_of"]), int(entry[b"distance"]), entry[b"exact"] == b"1",
+        _moment(entry[b"seen_at"]), int(fingerprint, 16) if fingerprint else None, float(score) if score else None,
+    )
+
+
+def _stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature:
+    fingerprint, text_hash = doc.get(b"fingerprint"), doc.get(b"text_hash")
+    return Signature(
+        int(fingerprint, 16) if fingerprint else None,
+        int(text_hash, 16) if text_hash else None,
+        sketch,
+        exact_only=doc.get(b"exact_only") == b"1",
+    )

@@ -1,0 +1,108 @@
+"""The duplicate rule, written once: every backend fetches the stored pages a check could
+see and asks `decide` (the Redis backend's server-side script is held to it by a
+differential test).
+
+For a page checked under a key:
+1. A key already stored is never a duplicate of itself: its row follows the new content.
+2. Else the oldest stored page with the same normalised text (text hash) is an exact match.
+3. Else, for a page long enough to have a simhash match (not `exact_only`), the stored pages
+   within `max_distance` bits, nearest first and oldest first on a tie: the first whose
+   sketch is at least `min_similarity` similar (or that cannot be compared, lacking a
+   sketch) is a near match.
+4. Else the page is new, and is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..fingerprinting.fingerprinter import Signature
+from ..fingerprinting.sketch import similarity as sketch_similarity
+from .records import Match, Policy, StoredPage
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a candidate was or was not the page's match."""
+
+    page: StoredPage
+    distance: int
+    similarity: float | None
+    accepted: bool
+    reason: str  # "same text", "similar", "not comparable", "below min_similarity"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of a check: `match` (a duplicate), else `store` the page (a new row, or
+    `update` of its own row when its content changed; neither when it did not)."""
+
+    match: Match | None
+    store: bool
+    update: bool = False
+    checked: tuple[Verdict, ...] = ()
+
+
+def distance(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+def near(signature: Signature, pages: Iterable[StoredPage], max_distance: int) -> list[tuple[int, StoredPage]]:
+    """(distance, page) of the near-matchable pages within max_distance, nearest then oldest first."""
+    if not signature.near_matchable:
+        return []
+    assert signature.simhash is not None
+    found = []
+    for page in pages:
+        stored = page.signature.simhash
+        if stored is not None and page.signature.near_matchable:
+            bits = distance(stored, signature.simhash)
+            if bits <= max_distance:
+                found.append((bits, page))
+    found.sort(key=lambda pair: (pair[0], pair[1].order))
+    return found
+
+
+def same_content(a: Signature, b: Signature) -> bool:
+    """Whether a stored row already holds this content (no update needed)."""
+    return (a.simhash, a.text_hash, a.near_matchable) == (b.simhash, b.text_hash, b.near_matchable)
+
+
+def decide(
+    signature: Signature,
+    *,
+    own: StoredPage | None,
+    same_text: Sequence[StoredPage],
+    nearby: Iterable[StoredPage],
+    policy: Policy,
+) -> Decision:
+    """Decide a page: `own` is the page stored under its key, `same_text` the stored pages
+    with its text hash, `nearby` stored pages that may be within the distance (any superset)."""
+    if own is not None:
+        return Decision(None, store=not same_content(own.signature, signature), update=True)
+    if same_text:
+        first = min(same_text, key=lambda page: page.order)
+        stored = first.signature.simhash
+        bits = distance(stored, signature.simhash) if stored is not None and signature.simhash is not None else 0
+        verdict = Verdict(first, bits, None, True, "same text")
+        return Decision(Match(first.key, stored, bits, exact=True), store=False, checked=(verdict,))
+    checked = []
+    for bits, page in near(signature, nearby, policy.max_distance):
+        score = _similarity(signature, page.signature)
+        if score is None:
+            verdict = Verdict(page, bits, None, True, "not comparable")
+        else:
+            accepted = score >= policy.min_similarity
+            verdict = Verdict(page, bits, score, accepted, "similar" if accepted else "below min_similarity")
+        checked.append(verdict)
+        if verdict.accepted:
+            match = Match(page.key, page.signature.simhash, bits, similarity=score)
+            return Decision(match, store=False, checked=tuple(checked))
+    return Decision(None, store=True, checked=tuple(checked))
+
+
+def _similarity(a: Signature, b: Signature) -> float | None:
+    if a.sketch is None or b.sketch is None or len(a.sketch) != len(b.sketch) or not a.sketch:
+        return None
+    return sketch_similarity(a.sketch, b.sketch)

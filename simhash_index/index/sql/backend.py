@@ -1,0 +1,308 @@
+"""SqlIndex: the index in SQLite (the default) or PostgreSQL, through SQLAlchemy.
+
+check_and_add is atomic across processes: SQLite runs it under `BEGIN IMMEDIATE` (one
+writer at a time), PostgreSQL under advisory locks on what the check reads (batch.py).
+Reads run on a pool of their own in autocommit mode (engine.open_read_engine).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+
+from ... import defaults, urls
+from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
+from ...fingerprinting.fingerprinter import DEFAULT, Signature
+from .. import rule
+from ..base import Cluster, Description, Index, Page
+from ..records import Duplicate, Match, Policy, StoredPage, as_utc, key_hash, now, to_signed, to_unsigned
+from . import batch
+from .bulk import SqlInsertionSession
+from .engine import WRITE, is_memory, open_engine, open_read_engine, parse_url
+from .layouts import Layout
+from .opening import open_tables
+from .schema import tables
+from .statements import (
+    MARKS,
+    RawConnection,
+    db_time,
+    document_row,
+    execute_many,
+    fetch,
+    pages_where,
+    in_parameters,
+    row_page,
+    upsert_documents,
+)
+
+STREAM_ROWS = 1000  # rows fetched at a time by listings
+
+
+class SqlIndex(Index):
+    """Near-duplicate index in an SQLite file or a PostgreSQL database."""
+
+    def __init__(
+        self,
+        url: str | URL = defaults.DATABASE_URL,
+        *,
+        policy: Policy = Policy(),
+        scheme: str | None = DEFAULT.scheme,
+        create: bool = True,
+        layout: Layout | None = None,
+    ) -> None:
+        self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
+        self.url = urls.masked(self._typed)
+        self.policy = policy
+        self.keys_unique = True  # False during a bulk load that dropped the key-hash index
+        self.sqlalchemy_url, layout = _layout_in_url(parse_url(url), layout)
+        self.dialect = self.sqlalchemy_url.get_backend_name()
+        if create:
+            _make_parent_folder(self.sqlalchemy_url, self.url)
+        elif self.dialect == "sqlite" and not is_memory(self.sqlalchemy_url):
+            path = sqlite_path(self.sqlalchemy_url)
+            if not path.is_file():  # connecting would create it
+                raise IndexNotFoundError(f"{self.url}: no such database file {str(path.absolute())!r}")
+        self._engine = open_engine(self.sqlalchemy_url)
+        self._reads = open_read_engine(self.sqlalchemy_url, self._engine)
+        self._lock: AbstractContextManager[Any] = threading.RLock() if is_memory(self.sqlalchemy_url) else nullcontext()
+        try:
+            with self.transaction(write=create) as conn:
+                opened = open_tables(
+                    conn, self.url, scheme=scheme, default_scheme=DEFAULT.scheme, layout=layout, create=create
+                )
+        except SimhashIndexError as exc:
+            self.close()
+            if type(exc) is SimhashIndexError:  # e.g. not a database file: it cannot be opened
+                raise IndexUnavailableError(str(exc)) from exc
+            raise
+        except BaseException:
+            self.close()
+            raise
+        self.scheme = opened.scheme
+        self.layout = opened.layout
+        self._version = opened.version
+        self._evidence = opened.evidence
+        self.tables = tables(self.layout, evidence=self._evidence)
+
+    # -- connections -----------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, *, write: bool = True, single_statement: bool = False) -> Iterator[Connection]:
+        """A connection in a transaction, for reports and tools that read the tables directly.
+
+        `write=True` takes SQLite's writer lock at the start. SQLite reads run in
+        autocommit mode; `single_statement` reads do on PostgreSQL too. Connection
+        failures become IndexUnavailableError, other database errors SimhashIndexError.
+        """
+        options: dict[str, Any] = {WRITE: write}
+        if single_statement and not write and self.dialect == "postgresql":
+            options["isolation_level"] = "AUTOCOMMIT"
+        with self._errors_named(), self._lock, self._engine.connect() as conn:
+            conn = conn.execution_options(**options)
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _single_read(self) -> Iterator[RawConnection]:
+        """A pooled DB-API connection in autocommit mode, for one read statement: SQLAlchemy's
+        Connection, begin and commit would cost a third of a lookup. A connection that failed
+        is discarded."""
+        with self._errors_named(), self._lock:
+            try:
+                raw = self._reads.raw_connection()
+            except self._reads.dialect.loaded_dbapi.Error as exc:  # the pool does not wrap these
+                raise IndexUnavailableError(f"database {self.url} is unavailable: {self._scrub(exc)}") from exc
+            try:
+                yield RawConnection(self._reads.dialect, raw)
+            except DBAPIError:
+                raw.invalidate()
+                raise
+            finally:
+                raw.close()
+
+    def _scrub(self, error: object) -> str:
+        return urls.scrub(urls.first_line(error), self._typed)
+
+    @contextmanager
+    def _errors_named(self) -> Iterator[None]:
+        try:
+            yield
+        except (OperationalError, InterfaceError) as exc:
+            raise IndexUnavailableError(f"database {self.url} is unavailable: {self._scrub(exc.orig)}") from exc
+        except SQLAlchemyError as exc:
+            raise SimhashIndexError(f"database {self.url} failed: {self._scrub(exc)}") from exc
+
+    # -- the interface -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        with self._single_read() as conn:
+            return int(fetch(conn, "SELECT count(*) FROM simhash_documents", ())[0][0])
+
+    def describe(self) -> Description:
+        return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
+
+    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+        with self.transaction() as conn:
+            return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
+
+    def insertion_session(
+        self, *, batch_size: int = defaults.BULK_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
+    ) -> SqlInsertionSession:
+        return SqlInsertionSession(self, batch_size=batch_size, on_batch=on_batch)
+
+    def _add_many(self, pages: Sequence[Page]) -> None:
+        with self.transaction() as conn:
+            when = db_time(self.dialect, now())
+            rows = [document_row(self.layout, key, signature, when) for key, signature in pages]
+            mark = MARKS[conn.dialect.paramstyle]
+            execute_many(conn, upsert_documents(self.layout, mark, replace=self.keys_unique), rows)
+            if fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
+                execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows])
+
+    def _query(self, fingerprint: int) -> list[Match]:
+        with self._single_read() as conn:
+            pages = self._near(conn, fingerprint)
+        found = rule.near(Signature(fingerprint, None), pages, self.max_distance)
+        return [Match(page.key, page.signature.simhash, bits) for bits, page in found]
+
+    def _near(self, conn: RawConnection | Connection, fingerprint: int) -> list[StoredPage]:
+        if self.dialect == "postgresql":
+            rows = fetch(conn, self.layout.near_sql(), self.layout.near_parameters(fingerprint, self.max_distance))
+            return [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), self.dialect) for r in rows]
+        statement, parameters = self.layout.candidates_sql(self.dialect), self.layout.candidates_parameters(fingerprint)
+        ids = {
+            row_id
+            for row_id, stored, exact_only in fetch(conn, statement, parameters)
+            if not exact_only and ((stored ^ fingerprint) & 0xFFFFFFFFFFFFFFFF).bit_count() <= self.max_distance
+        }
+        if not ids:
+            return []
+        # a row missing was replaced between the two reads of an autocommit query
+        return [row_page(row, self.dialect) for row in fetch(conn, pages_where(self.dialect, "id", len(ids)), in_parameters(self.dialect, sorted(ids)))]
+
+    def _get(self, key: str) -> Match | None:
+        with self._single_read() as conn:
+            rows = fetch(conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)]))
+        for row in rows:
+            if row[1] == key:
+                page = row_page(row, self.dialect)
+                return Match(key, page.signature.simhash, 0, exact=True)
+        return None
+
+    def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
+        t = self.tables.duplicates.c
+        columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at]
+        if self._evidence:
+            columns += [t.fingerprint, t.similarity]
+        statement = select(*columns).order_by(t.id)
+        if since is not None:
+            statement = statement.where(t.seen_at >= since)
+        with self.transaction(write=False) as conn:
+            result = conn.execution_options(yield_per=STREAM_ROWS).execute(statement)
+            with result:
+                for row in result:
+                    yield _duplicate(row, row.duplicate_of)
+
+    def clusters(self, *, limit: int | None = None) -> Iterator[Cluster]:
+        """Each stored page that has duplicates, with them: the largest clusters first (one GROUP BY)."""
+        dup, doc = self.tables.duplicates, self.tables.documents
+        size = func.count().label("size")
+        sizes = (
+            select(dup.c.duplicate_of_id.label("doc_id"), size)
+            .group_by(dup.c.duplicate_of_id)
+            .order_by(size.desc(), func.min(dup.c.id))
+            .limit(limit)
+            .subquery()
+        )
+        columns = [sizes.c.doc_id, doc.c.key.label("stored"), dup.c.key, dup.c.distance, dup.c.exact, dup.c.seen_at]
+        if self._evidence:
+            columns += [dup.c.fingerprint, dup.c.similarity]
+        statement = (
+            select(*columns)
+            .select_from(sizes.join(doc, doc.c.id == sizes.c.doc_id).join(dup, dup.c.duplicate_of_id == sizes.c.doc_id))
+            .order_by(sizes.c.size.desc(), sizes.c.doc_id, dup.c.distance, dup.c.id)
+        )
+        with self.transaction(write=False) as conn:
+            result = conn.execution_options(yield_per=STREAM_ROWS).execute(statement)
+            with result:
+                members: list[Any] = []
+                for row in result:
+                    if members and row.doc_id != members[0].doc_id:
+                        yield Cluster(members[0].stored, tuple(_duplicate(m, m.stored) for m in members))
+                        members = []
+                    members.append(row)
+                if members:
+                    yield Cluster(members[0].stored, tuple(_duplicate(m, m.stored) for m in members))
+
+    def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
+        found: dict[str, StoredPage] = {}
+        with self._single_read() as conn:
+            for row in fetch(conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)])):
+                found[row[1]] = row_page(row, self.dialect)
+            if signature.text_hash is not None:
+                statement = pages_where(self.dialect, "text_hash", 1)
+                for row in fetch(conn, statement, in_parameters(self.dialect, [to_signed(signature.text_hash)])):
+                    found[row[1]] = row_page(row, self.dialect)
+            if signature.near_matchable:
+                assert signature.simhash is not None
+                found.update((page.key, page) for page in self._near(conn, signature.simhash))
+        return sorted(found.values(), key=lambda page: page.order)
+
+    def close(self) -> None:
+        self._engine.dispose()
+        self._reads.dispose()
+
+
+def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
+    mapping = row._mapping
+    fingerprint = mapping.get("fingerprint")
+    return Duplicate(
+        key=row.key,
+        duplicate_of=duplicate_of,
+        distance=row.distance,
+        exact=bool(row.exact),
+        seen_at=as_utc(row.seen_at),
+        fingerprint=None if fingerprint is None else to_unsigned(fingerprint),
+        similarity=mapping.get("similarity"),
+    )
+
+
+def _layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
+    """`?layout=halves&block_assignment=interleaved` in the URL: ours, taken out of what the
+    driver sees; the same as the arguments of the same names (not two different ones)."""
+    query = url.query
+    if "layout" not in query and "block_assignment" not in query:
+        return url, layout
+    name = query.get("layout", defaults.LAYOUT)
+    assignment = query.get("block_assignment", defaults.BLOCK_ASSIGNMENT)
+    if not isinstance(name, str) or not isinstance(assignment, str):
+        raise ValueError("give ?layout= and ?block_assignment= once each in the URL")
+    given = Layout(name, assignment)  # type: ignore[arg-type]
+    if layout is not None and layout.describe() != given.describe():
+        raise ValueError(f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}")
+    return url.difference_update_query(["layout", "block_assignment"]), given
+
+
+def sqlite_path(url: URL) -> Path:
+    """The file of an SQLite URL: its database, or the path of a `file:` URI (`?uri=true`)."""
+    database = url.database or ""
+    if url.query.get("uri") and database.startswith("file:"):
+        database = database.removeprefix("file:").split("?", 1)[0]
+    return Path(database)
+
+
+def _make_parent_folder(url: URL, shown: str) -> None:
+    """Create the folder of a new SQLite file, as Scrapy's -O does for feeds."""
+    if url.get_backend_name() == "sqlite" and not is_memory(url):
+        try:
+            sqlite_path(url).absolute().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailableError(f"cannot create the folder of {shown}: {exc}") from None

@@ -1,0 +1,212 @@
+"""check_and_add_many on SQL: a batch of pages decided in one transaction.
+
+Lock (PostgreSQL: advisory locks on every value a check of the batch could see; SQLite:
+the writer lock, taken by the caller's BEGIN IMMEDIATE), read every stored page the batch
+could see in a few statements, decide each page in order with the rule (a page sees the
+ones decided before it in the batch), write every row, and let the caller commit once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ...fingerprinting.fingerprinter import Signature
+from .. import rule
+from ..base import Page
+from ..records import Match, Policy, StoredPage, key_hash, to_signed
+from .engine import advisory_lock_keys
+from .layouts import Layout
+from .statements import (
+    MARKS,
+    PAGE_COLUMNS,
+    db_time,
+    document_row,
+    execute_many,
+    fetch,
+    in_parameters,
+    pages_where,
+    row_page,
+    upsert_documents,
+    upsert_duplicates,
+)
+
+_BATCH_ORDER = 1 << 62  # pages stored by the batch are younger than every stored row
+
+
+def check_and_add_many(
+    conn: Connection, layout: Layout, pages: Sequence[Page], policy: Policy, moment: datetime, *, evidence: bool
+) -> list[Match | None]:
+    """Decide and store the pages in the caller's transaction; the answers in order."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        lock_neighbourhoods(conn, pages)
+    stored = Stored(conn, layout, pages, policy.max_distance)
+    answers: list[Match | None] = []
+    documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
+    logged: dict[str, tuple[Signature, Match]] = {}  # key -> its duplicate's evidence
+    when = db_time(dialect, moment)
+    for position, (key, signature) in enumerate(pages):
+        decision = rule.decide(
+            signature,
+            own=stored.own(key),
+            same_text=stored.same_text(signature.text_hash),
+            nearby=stored.nearby(position),
+            policy=policy,
+        )
+        if decision.match is not None:
+            logged[key] = (signature, decision.match)
+        elif decision.store:
+            documents[key] = document_row(layout, key, signature, when)
+            stored.add(key, signature)
+            logged.pop(key, None)
+        answers.append(decision.match)
+    _write(conn, layout, documents, logged, stored, when, evidence=evidence)
+    return answers
+
+
+def lock_neighbourhoods(conn: Connection, pages: Sequence[Page]) -> None:
+    """Transaction-level advisory locks on every block value, text hash and key of the batch,
+    in sorted order (so no two writers deadlock): two near-duplicates share a block value,
+    so a second writer waits for the first to commit, then sees its pages."""
+    keys: set[tuple[int, int]] = set()
+    for key, signature in pages:
+        keys.update(advisory_lock_keys(signature, key_hash(key)))
+    ordered = sorted(keys)
+    calls = ", ".join(f"pg_advisory_xact_lock(:c{i}, :o{i})" for i in range(len(ordered)))
+    parameters: dict[str, int] = {}
+    for i, (class_id, object_id) in enumerate(ordered):
+        parameters[f"c{i}"], parameters[f"o{i}"] = class_id, object_id
+    conn.execute(text(f"SELECT {calls}"), parameters)
+
+
+class Stored:
+    """The stored pages the batch can see, read up front, and the pages it stores as it goes."""
+
+    def __init__(self, conn: Connection, layout: Layout, pages: Sequence[Page], max_distance: int) -> None:
+        dialect = conn.dialect.name
+        self._dialect = dialect
+        hashes = sorted({key_hash(key) for key, _ in pages})
+        rows = fetch(conn, pages_where(dialect, "key_hash", len(hashes)), in_parameters(dialect, hashes))
+        self._by_key = {page.key: page for page in (row_page(row, dialect) for row in rows)}
+        texts = sorted({to_signed(s.text_hash) for _, s in pages if s.text_hash is not None})
+        self._by_text: dict[int, list[StoredPage]] = {}
+        if texts:
+            for row in fetch(conn, pages_where(dialect, "text_hash", len(texts)), in_parameters(dialect, texts)):
+                page = row_page(row, dialect)
+                assert page.signature.text_hash is not None
+                self._by_text.setdefault(page.signature.text_hash, []).append(page)
+        self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
+        self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
+
+    def own(self, key: str) -> StoredPage | None:
+        return self._batch.get(key) or self._by_key.get(key)
+
+    def same_text(self, text_hash: int | None) -> list[StoredPage]:
+        if text_hash is None:
+            return []
+        found = [page for page in self._by_text.get(text_hash, ()) if page.key not in self._batch]
+        return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
+
+    def nearby(self, position: int) -> list[StoredPage]:
+        return [page for page in self._near[position] if page.key not in self._batch] + list(self._batch.values())
+
+    def add(self, key: str, signature: Signature) -> None:
+        known = self.own(key)
+        order = known.order if known is not None else _BATCH_ORDER + len(self._batch)
+        self._batch[key] = StoredPage(key, signature, order)
+
+    def row_id(self, key: str) -> int | None:
+        """The row id of a page read from the database (None: stored by this batch)."""
+        page = self.own(key)
+        return page.order if page is not None and page.order < _BATCH_ORDER else None
+
+
+def near_pages(conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int) -> list[list[StoredPage]]:
+    """For each signature, the stored near-matchable pages within max_distance."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        return _near_postgres(conn, layout, signatures, max_distance)
+    near_ids: list[set[int]] = []
+    statement = layout.candidates_sql(dialect)
+    for signature in signatures:
+        ids: set[int] = set()
+        if signature.near_matchable:
+            assert signature.simhash is not None
+            fingerprint = signature.simhash
+            for row_id, stored, exact_only in fetch(conn, statement, layout.candidates_parameters(fingerprint)):
+                if not exact_only and ((stored ^ fingerprint) & 0xFFFFFFFFFFFFFFFF).bit_count() <= max_distance:
+                    ids.add(row_id)
+        near_ids.append(ids)
+    wanted = sorted(set().union(*near_ids))
+    if not wanted:
+        return [[] for _ in signatures]
+    marks = ", ".join([MARKS[conn.dialect.paramstyle]] * len(wanted))
+    rows = fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE id IN ({marks})", wanted)
+    pages = {page.order: page for page in (row_page(row, dialect) for row in rows)}
+    return [[pages[i] for i in ids if i in pages] for ids in near_ids]
+
+
+def _near_postgres(conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int) -> list[list[StoredPage]]:
+    """One statement a page, all sent in one pipeline: one round trip for the batch."""
+    statement = layout.near_sql()
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    cursors: list[Any] = []
+    with raw.pipeline():  # type: ignore[attr-defined]
+        for signature in signatures:
+            if signature.near_matchable:
+                assert signature.simhash is not None
+                cursor = raw.cursor()
+                cursor.execute(statement, layout.near_parameters(signature.simhash, max_distance))
+                cursors.append(cursor)
+            else:
+                cursors.append(None)
+    found = []
+    for cursor in cursors:
+        if cursor is None:
+            found.append([])
+            continue
+        rows = cursor.fetchall()
+        cursor.close()
+        found.append([row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in rows])
+    return found
+
+
+def _write(
+    conn: Connection,
+    layout: Layout,
+    documents: dict[str, tuple[Any, ...]],
+    logged: dict[str, tuple[Signature, Match]],
+    stored: Stored,
+    when: object,
+    *,
+    evidence: bool,
+) -> None:
+    mark = MARKS[conn.dialect.paramstyle]
+    execute_many(conn, upsert_documents(layout, mark), list(documents.values()))
+    if documents and fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
+        hashes = [(key_hash(key),) for key in documents]
+        execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", hashes)
+    if not logged:
+        return
+    targets = {match.key for _, match in logged.values()}
+    ids = {key: stored.row_id(key) for key in targets}
+    missing = sorted({key_hash(key) for key, row_id in ids.items() if row_id is None})
+    if missing:  # pages this batch stored: their ids exist now
+        dialect = conn.dialect.name
+        for row in fetch(conn, pages_where(dialect, "key_hash", len(missing)), in_parameters(dialect, missing)):
+            if row[1] in ids and ids[row[1]] is None:
+                ids[row[1]] = row[0]
+    rows = []
+    for key, (signature, match) in logged.items():
+        row: tuple[Any, ...] = (key, key_hash(key), match.key, ids[match.key], match.distance, match.exact, when)
+        if evidence:
+            fingerprint = signature.simhash
+            row += (None if fingerprint is None else to_signed(fingerprint), match.similarity)
+        rows.append(row)
+    execute_many(conn, upsert_duplicates(mark, evidence=evidence), rows)

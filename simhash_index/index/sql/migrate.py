@@ -1,0 +1,53 @@
+"""Schema upgrades: an index written by an older simhash-index is upgraded in place when
+opened to write (reports open it read-only and leave it alone).
+
+1 -> 2: version 1 kept four 16-bit block columns (NULL for exact-only pages), indexed in
+pairs, and, on SQLite, timestamps as ISO text. It becomes a "halves" index (SQLite keeps
+the old block columns, no longer written).
+2 -> 3: the duplicates log gains the fingerprint and similarity of each drop (NULL for
+drops logged before), and the layout ("halves") is recorded.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Connection
+
+from .layouts import Layout
+from .schema import SCHEMA_VERSION, tables
+from .table_indexes import build_missing_indexes
+
+UPGRADABLE = ("1", "2")  # schema versions this version upgrades to SCHEMA_VERSION
+HALVES = Layout("halves")
+
+
+def upgrade(conn: Connection, version: str) -> None:
+    """Bring the tables from `version` to SCHEMA_VERSION, in the caller's transaction."""
+    if version == "1":
+        _from_version_1(conn)
+    if version in ("1", "2"):
+        _from_version_2(conn)
+    conn.exec_driver_sql(f"UPDATE simhash_meta SET value = '{SCHEMA_VERSION}' WHERE name = 'schema_version'")
+
+
+def _from_version_1(conn: Connection) -> None:
+    run = conn.exec_driver_sql
+    run("ALTER TABLE simhash_documents ADD COLUMN exact_only SMALLINT NOT NULL DEFAULT 0")
+    run("UPDATE simhash_documents SET exact_only = 1 WHERE block0 IS NULL")
+    for name in ("block0", "block1", "block2", "block3", "text_hash"):  # a killed bulk load left them dropped
+        run(f"DROP INDEX IF EXISTS ix_simhash_documents_{name}")
+    if conn.dialect.name == "postgresql":  # instant there; SQLite would rewrite the table (and needs 3.35)
+        for i in range(4):
+            run(f"ALTER TABLE simhash_documents DROP COLUMN block{i}")
+    if conn.dialect.name == "sqlite":  # ISO text (UTC) to whole seconds since 1970; strftime would round
+        for table, column in (("simhash_documents", "stored_at"), ("simhash_duplicates", "seen_at")):
+            run(f"UPDATE {table} SET {column} = CAST(strftime('%s', substr({column}, 1, 19)) AS INTEGER)")
+    build_missing_indexes(conn, tables(HALVES).documents)
+
+
+def _from_version_2(conn: Connection) -> None:
+    """Two nullable columns: instant on both databases, whatever the table's size."""
+    float_type = "REAL" if conn.dialect.name == "sqlite" else "DOUBLE PRECISION"
+    conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN fingerprint BIGINT")
+    conn.exec_driver_sql(f"ALTER TABLE simhash_duplicates ADD COLUMN similarity {float_type}")
+    for name, value in (("layout", HALVES.name), ("block_assignment", HALVES.assignment)):
+        conn.exec_driver_sql(f"INSERT INTO simhash_meta (name, value) VALUES ('{name}', '{value}')")

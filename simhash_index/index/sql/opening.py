@@ -1,0 +1,106 @@
+"""Opening an SQL index: creating its tables, upgrading an older one, and checking that
+it holds what the caller expects (schema version, fingerprint scheme, layout)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ...errors import IndexNotFoundError, LayoutMismatchError, SchemaVersionError, SchemeMismatchError, SimhashIndexError
+from . import migrate
+from .engine import SCHEMA_LOCK
+from .layouts import Layout
+from .schema import SCHEMA_VERSION, tables
+from .table_indexes import build_missing_indexes
+
+READABLE = ("2", SCHEMA_VERSION)  # versions read as they are (2 as a "halves" index without evidence columns)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What an opened index holds."""
+
+    version: str
+    scheme: str
+    layout: Layout
+
+    @property
+    def evidence(self) -> bool:
+        """Whether the duplicates log has the fingerprint and similarity columns."""
+        return self.version == SCHEMA_VERSION
+
+
+def lock_schema(conn: Connection) -> None:
+    """PostgreSQL: two processes opening a new database must not both create it."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": SCHEMA_LOCK})
+
+
+def stored_meta(conn: Connection) -> dict[str, str] | None:
+    """The simhash_meta rows, or None when the database has no simhash tables."""
+    if not conn.dialect.has_table(conn, "simhash_meta"):
+        return None
+    return dict(conn.exec_driver_sql("SELECT name, value FROM simhash_meta").all())  # type: ignore[arg-type]
+
+
+def check_server(conn: Connection, shown: str) -> None:
+    server = conn.dialect.server_version_info or ()
+    if conn.dialect.name == "postgresql" and server < (14,):  # lookups call bit_count
+        raise SimhashIndexError(
+            f"{shown} runs PostgreSQL {'.'.join(map(str, server))}; simhash-index needs PostgreSQL 14 or later"
+        )
+
+
+def open_tables(
+    conn: Connection, shown: str, *, scheme: str | None, default_scheme: str, layout: Layout | None, create: bool
+) -> Opened:
+    """Create (when `create`) or read the index's tables and check them; the caller's
+    transaction writes when `create` is set, and must not otherwise."""
+    check_server(conn, shown)
+    if create:
+        lock_schema(conn)
+    meta = stored_meta(conn)
+    if meta is None:
+        if not create:
+            raise IndexNotFoundError(f"{shown} has no simhash tables: is it the right database?")
+        chosen = layout or Layout("blocks")
+        tables(chosen).metadata.create_all(conn)
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "scheme": scheme or default_scheme,
+            "layout": chosen.name,
+            "block_assignment": chosen.assignment,
+        }
+        conn.execute(text("INSERT INTO simhash_meta (name, value) VALUES (:name, :value)"), [
+            {"name": name, "value": value} for name, value in meta.items()
+        ])
+    version = meta.get("schema_version")
+    if version in migrate.UPGRADABLE and create:
+        migrate.upgrade(conn, version)
+        meta = stored_meta(conn) or {}
+        version = meta.get("schema_version")
+    if version not in READABLE:
+        upgrade = ": opening it to write (a crawl, or `simhash-index import`) upgrades it" if version in migrate.UPGRADABLE else (
+            ": use a new database, or the simhash-index version that wrote it"
+        )
+        raise SchemaVersionError(f"{shown} has schema version {version}; this simhash-index reads version {SCHEMA_VERSION}{upgrade}")
+    recorded = meta.get("scheme")
+    if recorded is not None and scheme is not None and recorded != scheme:
+        raise SchemeMismatchError(
+            f"{shown} holds fingerprints of another scheme, which are not comparable:\n"
+            f"  database: {recorded}\n  asked:    {scheme}\n"
+            "use the database's fingerprinter settings, or a new database"
+        )
+    found = Layout(meta.get("layout", "halves"), meta.get("block_assignment", "contiguous"))  # type: ignore[arg-type]
+    if layout is not None and layout.describe() != found.describe():
+        raise LayoutMismatchError(
+            f"{shown} is a {found.describe()} index and cannot be opened as a {layout.describe()} one: "
+            "open it without a layout (it keeps its own), or use a new database"
+        )
+    if create:
+        build_missing_indexes(conn, tables(found, evidence=version == SCHEMA_VERSION).documents)
+        if "scheme" not in meta:
+            conn.execute(text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme})
+    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found)

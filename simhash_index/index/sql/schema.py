@@ -1,0 +1,128 @@
+"""The SQL schema of an index: documents, duplicates and metadata tables.
+
+Fingerprints and hashes are unsigned 64-bit values stored as signed BIGINT (two's
+complement). The documents table's lookup columns and indexes depend on its layout
+(layouts.py): block0..block3 with an index each ("blocks"), or two expression indexes
+on the fingerprint's halves ("halves").
+
+Schema versions: 3 records the layout (`layout`, `block_assignment` in simhash_meta) and
+logs each duplicate's fingerprint and similarity; 2 is a "halves" index without those
+columns (upgraded in place when opened to write: two nullable columns added); 1 is older.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import NamedTuple
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from .layouts import BLOCK_COLUMNS, HALF_KEYS, Layout
+
+SCHEMA_VERSION = "3"
+DOCUMENTS = "simhash_documents"
+KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
+
+
+class Timestamp(TypeDecorator[datetime]):
+    """An aware UTC datetime: TIMESTAMPTZ on PostgreSQL, whole seconds since 1970 on SQLite.
+
+    SQLAlchemy's SQLite DateTime is 26 characters of ISO text; an integer is 4 bytes.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[object]:
+        return dialect.type_descriptor(Integer() if dialect.name == "sqlite" else DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> object:
+        if value is None or dialect.name != "sqlite":
+            return value
+        return int((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp())  # naive = UTC
+
+    def process_result_value(self, value: object, dialect: Dialect) -> datetime | None:
+        if value is None or dialect.name != "sqlite":
+            return value  # type: ignore[return-value]
+        return datetime.fromtimestamp(value, timezone.utc)  # type: ignore[arg-type]
+
+
+def _row_id() -> Integer:
+    return Integer().with_variant(BigInteger, "postgresql")  # type: ignore[return-value]
+
+
+class Tables(NamedTuple):
+    metadata: MetaData
+    meta: Table
+    documents: Table
+    duplicates: Table
+
+
+@lru_cache(maxsize=None)
+def tables(layout: Layout, *, evidence: bool = True) -> Tables:
+    """The tables of an index of this layout; `evidence`: the duplicates log has the
+    fingerprint and similarity columns (schema version 3)."""
+    metadata = MetaData()
+    meta = Table(
+        "simhash_meta", metadata, Column("name", Text, primary_key=True), Column("value", Text, nullable=False)
+    )
+    documents = Table(
+        DOCUMENTS,
+        metadata,
+        Column("id", _row_id(), primary_key=True, autoincrement=True),
+        Column("key", Text, nullable=False),
+        Column("key_hash", BigInteger, nullable=False),  # unique: KEY_HASH_INDEX
+        Column("fingerprint", BigInteger),
+        *(Column(name, Integer) for name in layout.columns),  # NULL for pages matched by text only
+        Column("exact_only", SmallInteger, nullable=False),  # 1: a short text (or no fingerprint), matched by text only
+        Column("text_hash", BigInteger),
+        Column("sketch", LargeBinary),
+        Column("stored_at", Timestamp, nullable=False),
+        # expression indexes name no column: they join the table here
+        *(Index(f"ix_simhash_documents_{name}", text(e)) for name, e in HALF_KEYS.items() if layout.name == "halves"),
+    )
+    if layout.name == "blocks":  # each block with the fingerprint: the distance is checked in the index
+        for name in BLOCK_COLUMNS:
+            Index(f"ix_simhash_documents_{name}", documents.c[name], documents.c.fingerprint)
+    # A unique index rather than a UNIQUE constraint, so that a bulk load can drop it and build
+    # it once at the end (SQLite cannot drop a constraint); tables written before keep theirs.
+    Index(KEY_HASH_INDEX, documents.c.key_hash, unique=True)
+    Index(  # bulk-loaded fingerprints come without a text hash: a partial index leaves them out
+        "ix_simhash_documents_text_hash",
+        documents.c.text_hash,
+        sqlite_where=documents.c.text_hash.isnot(None),
+        postgresql_where=documents.c.text_hash.isnot(None),
+    )
+    duplicates = Table(
+        "simhash_duplicates",
+        metadata,
+        Column("id", _row_id(), primary_key=True, autoincrement=True),
+        Column("key", Text, nullable=False),
+        Column("key_hash", BigInteger, nullable=False, unique=True),
+        Column("duplicate_of", Text, nullable=False),
+        Column("duplicate_of_id", documents.c.id.type, ForeignKey(f"{DOCUMENTS}.id"), nullable=False),
+        Column("distance", Integer, nullable=False),
+        Column("exact", Boolean, nullable=False),
+        Column("seen_at", Timestamp, nullable=False),
+        *((Column("fingerprint", BigInteger), Column("similarity", Float)) if evidence else ()),
+    )
+    Index("ix_simhash_duplicates_duplicate_of_id", duplicates.c.duplicate_of_id)
+    return Tables(metadata, meta, documents, duplicates)

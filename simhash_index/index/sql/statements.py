@@ -1,0 +1,133 @@
+"""The plain SQL of the index's hot paths, run on the driver's cursor, and rows as values.
+
+A crawl runs these for every page: SQLAlchemy's statement and row machinery would cost more
+than the database's own work, so they bypass it (values still bound as parameters, never
+formatted into the SQL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection
+
+from ...fingerprinting.fingerprinter import Signature
+from ..records import StoredPage, key_hash, to_signed, to_unsigned
+from .layouts import Layout
+
+MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}  # positional placeholders by paramstyle
+# What the rule reads of a stored page, in this order (row_page reads it back).
+PAGE_COLUMNS = "id, key, fingerprint, exact_only, text_hash, sketch, stored_at"
+DUPLICATE_COLUMNS = (
+    "key", "key_hash", "duplicate_of", "duplicate_of_id", "distance", "exact", "seen_at", "fingerprint", "similarity"
+)
+
+
+def document_columns(layout: Layout) -> tuple[str, ...]:
+    return ("key", "key_hash", "fingerprint", *layout.columns, "exact_only", "text_hash", "sketch", "stored_at")
+
+
+def upsert_documents(layout: Layout, mark: str, *, replace: bool = True) -> str:
+    """Insert documents rows; `replace`: a row whose key is stored replaces it (ON CONFLICT)."""
+    columns = document_columns(layout)
+    insert = f"INSERT INTO simhash_documents ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
+    if not replace:
+        return insert
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "key_hash")
+    return f"{insert} ON CONFLICT (key_hash) DO UPDATE SET {updates}"
+
+
+def upsert_duplicates(mark: str, *, evidence: bool = True) -> str:
+    columns = DUPLICATE_COLUMNS if evidence else DUPLICATE_COLUMNS[:-2]
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "key_hash")
+    return (
+        f"INSERT INTO simhash_duplicates ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))}) "
+        f"ON CONFLICT (key_hash) DO UPDATE SET {updates}"
+    )
+
+
+def pages_where(dialect: str, column: str, count: int) -> str:
+    """SELECT the rule's columns of the pages whose `column` is one of `count` values."""
+    test = f"= ANY(%s::bigint[])" if dialect == "postgresql" else f"IN ({', '.join(['?'] * count)})"
+    return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {column} {test}"
+
+
+def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
+    """The parameters of pages_where: one array on PostgreSQL, each value on SQLite."""
+    return (list(values),) if dialect == "postgresql" else tuple(values)
+
+
+def document_row(layout: Layout, key: str, signature: Signature, stored_at: object) -> tuple[Any, ...]:
+    """A documents row in document_columns order."""
+    fingerprint, text = signature.simhash, signature.text_hash
+    return (
+        key,
+        key_hash(key),
+        None if fingerprint is None else to_signed(fingerprint),
+        *layout.values(fingerprint, signature.near_matchable),
+        int(not signature.near_matchable),
+        None if text is None else to_signed(text),
+        signature.sketch,
+        stored_at,
+    )
+
+
+def row_page(row: Sequence[Any], dialect: str) -> StoredPage:
+    """A StoredPage from a row of PAGE_COLUMNS."""
+    row_id, key, fingerprint, exact_only, text, sketch, stored_at = row
+    signature = Signature(
+        None if fingerprint is None else to_unsigned(fingerprint),
+        None if text is None else to_unsigned(text),
+        None if sketch is None else bytes(sketch),
+        exact_only=bool(exact_only),
+    )
+    return StoredPage(key, signature, row_id, read_time(dialect, stored_at))
+
+
+def db_time(dialect: str, moment: datetime) -> object:
+    """A timestamp as the Timestamp column stores it: whole seconds on SQLite, a datetime on PostgreSQL."""
+    return int(moment.timestamp()) if dialect == "sqlite" else moment.replace(microsecond=0)
+
+
+def read_time(dialect: str, value: Any) -> datetime | None:
+    """The inverse of db_time, as an aware UTC datetime."""
+    if value is None:
+        return None
+    if dialect == "sqlite":
+        return datetime.fromtimestamp(value, timezone.utc)
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class RawConnection:
+    """What fetch needs of a connection (its dialect, its pooled DB-API connection), without SQLAlchemy's."""
+
+    dialect: Dialect
+    connection: PoolProxiedConnection
+
+
+def fetch(conn: Connection | RawConnection, statement: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of plain SQL as plain tuples, from the DB-API cursor of the connection's transaction.
+
+    A driver error is still raised as SQLAlchemy's, as the callers' error handling expects.
+    """
+    dbapi = conn.dialect.loaded_dbapi
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(statement, parameters)
+        return cursor.fetchall()
+    except dbapi.Error as exc:
+        raise DBAPIError.instance(statement, parameters, exc, dbapi.Error, dialect=conn.dialect) from exc
+    finally:
+        cursor.close()
+
+
+def execute_many(conn: Connection, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+    """The driver's executemany (psycopg pipelines it: one round trip)."""
+    if rows:
+        conn.exec_driver_sql(statement, list(rows))  # type: ignore[arg-type]

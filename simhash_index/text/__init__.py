@@ -1,0 +1,1 @@
+"""Text: the main text of an HTML page, normalised and cut into tokens."""
