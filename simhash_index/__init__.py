@@ -7,12 +7,15 @@ from .errors import (
     SchemeMismatchError,
     SimhashIndexError,
 )
+from .extract import ExtractOptions, extract_text
 from .fingerprint import Fingerprinter, NoFeaturesError, Signature, fingerprint
 from .index import Duplicate, Match, SimhashIndex
-from .simhash import hamming, simhash
+from .simhash import bit_similarity, hamming, simhash, simhash_sparse
+from .weights import load_word_weights
 
 __all__ = [
     "Duplicate",
+    "ExtractOptions",
     "Fingerprinter",
     "IndexNotFoundError",
     "IndexUnavailableError",
@@ -23,8 +26,12 @@ __all__ = [
     "Signature",
     "SimhashIndex",
     "SimhashIndexError",
+    "bit_similarity",
+    "extract_text",
     "fingerprint",
     "hamming",
+    "load_word_weights",
     "simhash",
+    "simhash_sparse",
 ]
 __version__ = "0.1.0"

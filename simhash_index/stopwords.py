@@ -25,3 +25,17 @@ CHINESE = frozenset(
 )
 
 ALL = ENGLISH | CHINESE
+
+# names a Fingerprinter's `stopwords` accepts, and how its scheme records them
+BY_NAME = {"english": ENGLISH, "chinese": CHINESE}
+
+
+def by_name(name: str) -> frozenset[str]:
+    """A built-in list by name ("english" or "chinese")."""
+    try:
+        return BY_NAME[name.strip().lower()]
+    except KeyError:
+        raise ValueError(
+            f"stopwords: {name!r} is not a built-in list; use True (English and Chinese), "
+            f"one of {sorted(BY_NAME)}, False, or a collection of words"
+        ) from None
