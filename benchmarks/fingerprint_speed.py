@@ -35,15 +35,16 @@ import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import simhash as simhash_package  # noqa: E402 - the `simhash` package from PyPI, the peer
-from trafilatura import deduplication as trafilatura_dedup  # noqa: E402
+import simhash as simhash_package  # type: ignore[import-untyped]  # the `simhash` package from PyPI, the peer
+from trafilatura import deduplication as trafilatura_dedup
 
-from benchmarks._common import REPO, Timer, command, machine, median, stamp, table, write_section  # noqa: E402
-from simhash_index import simhash  # noqa: E402
-from simhash_index.tokenize import normalize, words  # noqa: E402
+from benchmarks._common import REPO, Timer, command, machine, median, stamp, table, write_section
+from simhash_index import simhash
+from simhash_index.tokenize import normalize, words
 
 simhash_module = importlib.import_module("simhash_index.simhash")  # the package exports a function of that name
 
@@ -74,7 +75,7 @@ def clear_caches() -> None:
     trafilatura_dedup._vector_to_add.cache_clear()
 
 
-def one_pass(fingerprint: Callable, inputs: list) -> float:
+def one_pass(fingerprint: Callable[[Any], object], inputs: list[Any]) -> float:
     with Timer() as timer:
         for item in inputs:
             fingerprint(item)
@@ -133,7 +134,7 @@ def main() -> None:
     if args.only_fingerprinter:
         return
 
-    subjects: dict[str, tuple[Callable, list]] = {
+    subjects: dict[str, tuple[Callable[[Any], object], list[Any]]] = {
         "simhash_index.simhash": (simhash, token_lists),
         "simhash.Simhash (PyPI simhash)": (lambda tokens: simhash_package.Simhash(tokens).value, token_lists),
         "trafilatura Simhash (joined tokens)": (lambda text: trafilatura_dedup.Simhash(text).hash, joined),

@@ -43,10 +43,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simhash_index.fingerprint import Fingerprinter, text_hash  # noqa: E402
-from simhash_index.sketch import minhash  # noqa: E402
-from simhash_index.sketch import similarity as sketch_similarity  # noqa: E402
-from simhash_index.tokenize import shingles  # noqa: E402
+from simhash_index.fingerprint import Fingerprinter
+from simhash_index.sketch import minhash
+from simhash_index.sketch import similarity as sketch_similarity
+from simhash_index.tokenize import shingles
 
 REPO = Path(__file__).resolve().parent.parent
 LANGS = ("en", "zh")

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Union
+from typing import cast
 
 import xxhash
 
@@ -21,9 +21,10 @@ from .tokenize import TOKENIZERS, is_number, normalize, number_shapes, shingles
 from .weights import load_word_weights
 
 Tokenizer = Callable[[str], list[str]]
-WordWeights = Union[Mapping[str, float], str, "os.PathLike[str]"]
+WordWeights = Mapping[str, float] | str | os.PathLike[str]
 WEIGHTINGS = ("tf", "sublinear", "tfidf")
 NUMBERS = ("shape", "keep", "split", "drop")
+NORMALIZATIONS = ("NFKC", "NFC", "NFKD", "NFD", None)
 # tf ** 0.5 (Lucene's classic TF) with stop words: the most frequent words no longer decide
 # the bits, so unrelated pages stop colliding (docs/accuracy.md has the measurements).
 DEFAULT_TF_POWER = 0.5
@@ -130,6 +131,8 @@ class Fingerprinter:
             raise ValueError(f"sketch_size must be >= 0; got {self.sketch_size!r}")
         if self.tf_power <= 0:
             raise ValueError(f"tf_power must be positive; got {self.tf_power!r}")
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}; got {self.normalization!r}")
         if self.numbers not in NUMBERS:
             raise ValueError(f"numbers must be one of {NUMBERS}; got {self.numbers!r}")
         if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
@@ -159,7 +162,7 @@ class Fingerprinter:
         scheme = (
             f"xxh64/64 norm={self.normalization}{'+casefold' if self.casefold else ''} tokens={tokenizer}"
             f" stop={stop} ngram={self.ngram} weighting={self.weighting}^{self.tf_power} idf={idf}"
-            f" weights={_mapping_digest(self.word_weights)} min_length={self.min_length}"
+            f" weights={_mapping_digest(self._word_weights)} min_length={self.min_length}"
             f" sketch=minhash{self.sketch_size}x8/w3c5"
         )
         # settings added in 0.2 are named only when they differ from what 0.1 did, so an index
@@ -172,7 +175,11 @@ class Fingerprinter:
 
     @property
     def _languages(self) -> tuple[str, ...]:
-        return tuple(self.idf_languages)
+        return tuple(self.idf_languages)  # a sorted tuple since __post_init__
+
+    @property
+    def _word_weights(self) -> Mapping[str, float] | None:
+        return cast("Mapping[str, float] | None", self.word_weights)  # a dict since __post_init__
 
     def normalize(self, text: str) -> str:
         """The text as features and exact hashes see it (Unicode form, case, white space)."""
@@ -202,11 +209,11 @@ class Fingerprinter:
             raise NoFeaturesError("text has no features (empty, or only punctuation/stop words): it has no fingerprint")
         return simhash(features)
 
-    def signature_of_html(self, html: str | bytes, options: ExtractOptions = ExtractOptions()) -> Signature | None:
-        """The Signature of a page's main text, extracted as the pipeline does; None when
-        the page has no main text or no features. Raises extract.ExtractionError when
-        trafilatura fails on the page."""
-        text = extract_text(html, options)
+    def signature_of_html(self, html: str | bytes, options: ExtractOptions | None = None) -> Signature | None:
+        """The Signature of a page's main text, extracted as the pipeline does (`options`:
+        trafilatura's settings, ExtractOptions() by default); None when the page has no main
+        text or no features. Raises extract.ExtractionError when trafilatura fails on it."""
+        text = extract_text(html, options or ExtractOptions())
         return None if text is None else self.signature(text)
 
     def signature(self, text: str) -> Signature | None:
@@ -236,8 +243,8 @@ class Fingerprinter:
         else:
             idf = self._idf
             weights = {f: float(c) ** power * idf(f) for f, c in counts.items()}
-        if self.word_weights:
-            table = self.word_weights
+        table = self._word_weights
+        if table:
             for feature in weights:
                 weights[feature] *= table.get(feature, 1.0)
         if self.top_k is not None and len(weights) > self.top_k:

@@ -26,7 +26,7 @@ _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef
 class IdfTable:
     """word -> IDF: jieba's for Han words, wordfreq's for the others (see the module docstring)."""
 
-    __slots__ = ("_table", "han_default", "other_default", "languages")
+    __slots__ = ("_table", "han_default", "languages", "other_default")
 
     def __init__(self, languages: tuple[str, ...]) -> None:
         self.languages = languages
@@ -97,7 +97,7 @@ def require_wordfreq() -> ModuleType:
 @lru_cache(maxsize=1)
 def jieba_idf() -> tuple[dict[str, float], float]:
     """jieba's IDF table and its median, read once (jieba.analyse leaves the file open)."""
-    import jieba
+    import jieba  # type: ignore[import-untyped]
 
     path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
     table = {}

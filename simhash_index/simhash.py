@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import xxhash
 
-Feature = Union[str, bytes, int]
-Features = Union[Mapping[Any, float], Iterable[tuple[Any, float]], Iterable[str]]
+Feature = str | bytes | int
+Features = Mapping[Any, float] | Iterable[tuple[Any, float]] | Iterable[str]
 HashFunc = Callable[[Any], int]
 
 SUPPORTED_BITS = (32, 64, 128)
@@ -33,7 +33,7 @@ _CACHE_SIZE = 1 << 18  # features; about 35 MB when full
 _TOKEN_LIST = 1 << 16  # longer token lists are counted first: a smaller bit matrix
 
 
-class _Digests(dict):
+class _Digests(dict[str, bytes]):
     """feature -> its xxHash64 as 8 little-endian bytes, computed on first use.
 
     Emptied when full rather than evicted one by one: eviction bookkeeping

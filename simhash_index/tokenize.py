@@ -12,6 +12,8 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _TOKEN = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W{_HAN}]+)")
@@ -29,27 +31,27 @@ _ZERO_DIGITS = {c: "0" for c in range(0x110000) if chr(c).isdecimal()}
 CJK_PAGE_SHARE = 0.05  # a page is CJK when at least this share of its word characters are
 
 _jieba_lock = threading.Lock()
-_jieba = None
+_jieba: Any = None
 
 
-def _jieba_cut():
+def _jieba_cut() -> Callable[..., list[str]]:
     """jieba's cutter, initialised once per process with its log quiet."""
     global _jieba
     if _jieba is None:
         with _jieba_lock:
             if _jieba is None:
-                import jieba
+                import jieba  # type: ignore[import-untyped]
 
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
                 _jieba = jieba
-    return _jieba.lcut
+    return cast("Callable[..., list[str]]", _jieba.lcut)
 
 
 def normalize(text: str, *, form: str | None = "NFKC", casefold: bool = True) -> str:
     """Unicode-normalise, case-fold and collapse white space."""
     if form:
-        text = unicodedata.normalize(form, text)
+        text = unicodedata.normalize(cast(Literal["NFC", "NFD", "NFKC", "NFKD"], form), text)
     if casefold:
         text = text.casefold()
     return _SPACES.sub(" ", text).strip()
@@ -80,7 +82,7 @@ def words(text: str, *, join_numbers: bool = False) -> list[str]:
     return tokens
 
 
-class _Segmentations(dict):
+class _Segmentations(dict[str, tuple[str, ...]]):
     """Han run -> jieba's words for it, remembered: pages of one site repeat most of their
     runs (navigation, footers, shared paragraphs), and jieba is the costliest step of a
     fingerprint. Emptied when full; long runs, rarely repeated, are not kept."""
@@ -130,9 +132,7 @@ def cjk_bigrams(text: str, *, join_numbers: bool = False) -> list[str]:
         for i, part in enumerate(_CJK_SPLIT.split(word)):
             if not part:
                 continue
-            if i % 2 == 0:  # latin letters or digits glued to CJK characters
-                tokens.append(part)
-            elif len(part) == 1:
+            if i % 2 == 0 or len(part) == 1:  # latin letters or digits glued to CJK characters
                 tokens.append(part)
             else:
                 tokens.extend(part[j : j + 2] for j in range(len(part) - 1))
