@@ -8,7 +8,7 @@ strings), e.g. --config 'tf+stop;stopwords=True;tf_power=1.0'. Without --config:
 beside the previous defaults.
 
 Selectivity, per language, over distinct texts (distinct normalised texts with a fingerprint,
-long enough for near matching):
+long enough for near matching; --raw-texts: distinct as extracted):
 - pairs <= d: pairs of distinct texts whose simhashes are within the distance;
 - collisions: of those, pairs that are not near-duplicates (below 0.8 Jaccard: in neither
   truth.jsonl nor truth_gray.jsonl); collision share = collisions / all pairs of distinct texts;
@@ -40,6 +40,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import xxhash
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -135,9 +136,9 @@ def fingerprint_pages(fingerprinter: Fingerprinter, texts: Sequence[str]) -> lis
     return pages
 
 
-def similar_text_pairs(corpus: Corpus, pages: Sequence[Page], floor: float) -> set[frozenset[int]]:
-    """Pairs of text hashes whose pages are at least `floor` similar in the truth files."""
-    index = {path: page.text_hash for path, page in zip(corpus.paths, pages)}
+def similar_text_pairs(corpus: Corpus, keys: Sequence[int | None], floor: float) -> set[frozenset[int]]:
+    """Pairs of text keys whose pages are at least `floor` similar in the truth files."""
+    index = dict(zip(corpus.paths, keys))
     pairs = set()
     for row in (*corpus.truth, *corpus.gray):
         a, b = index.get(row["a"]), index.get(row["b"])
@@ -146,37 +147,43 @@ def similar_text_pairs(corpus: Corpus, pages: Sequence[Page], floor: float) -> s
     return pairs
 
 
-def selectivity(corpus: Corpus, pages: Sequence[Page], lang: str, distance: int) -> dict[str, float]:
+def text_keys(corpus: Corpus, pages: Sequence[Page], raw: bool) -> list[int | None]:
+    """What makes two texts distinct: the normalised text (its hash), or with `raw` the text as extracted."""
+    if not raw:
+        return [page.text_hash for page in pages]
+    return [None if page.text_hash is None else xxhash.xxh64_intdigest(text.encode()) for page, text in zip(pages, corpus.texts)]
+
+
+def selectivity(corpus: Corpus, pages: Sequence[Page], lang: str, distance: int, raw: bool = False) -> dict[str, float]:
     """Pairs within the distance among the distinct near-matchable texts of one language."""
-    distinct: dict[int, int] = {}
-    for page, page_lang in zip(pages, corpus.langs):
-        if page_lang == lang and page.simhash is not None and not page.exact_only and page.text_hash is not None:
-            distinct.setdefault(page.text_hash, page.simhash)
-    hashes = list(distinct)
-    values = np.array([distinct[h] for h in hashes], dtype=np.uint64)
-    n = len(hashes)
+    keys = text_keys(corpus, pages, raw)
+    distinct: dict[int, Page] = {}
+    for page, key, page_lang in zip(pages, keys, corpus.langs):
+        if page_lang == lang and page.simhash is not None and not page.exact_only and key is not None:
+            distinct.setdefault(key, page)
+    order = list(distinct)
+    values = np.array([distinct[k].simhash for k in order], dtype=np.uint64)
+    n = len(order)
     within = np.bitwise_count(values[:, None] ^ values[None, :]) <= distance
     np.fill_diagonal(within, False)
-    left, right = np.nonzero(np.triu(within))
-    similar = similar_text_pairs(corpus, pages, 0.8)
-    near = similar_text_pairs(corpus, pages, 0.9)
-    colliding = [(hashes[i], hashes[j]) for i, j in zip(left.tolist(), right.tolist()) if frozenset((hashes[i], hashes[j])) not in similar]
-    collisions = len(colliding)
-    unrelated = sum(_jaccard(a, b) < UNRELATED for a, b in colliding)
-    close = {frozenset((hashes[i], hashes[j])) for i, j in zip(left.tolist(), right.tolist())}
-    near_here = {pair for pair in near if all(h in distinct for h in pair)}
+    close = [(order[i], order[j]) for i, j in zip(*(side.tolist() for side in np.nonzero(np.triu(within))))]
+    similar = similar_text_pairs(corpus, keys, 0.8)
+    colliding = [(a, b) for a, b in close if frozenset((a, b)) not in similar]
+    unrelated = sum(_jaccard(distinct[a].text_hash, distinct[b].text_hash) < UNRELATED for a, b in colliding)
+    near = {pair for pair in similar_text_pairs(corpus, keys, 0.9) if all(k in distinct for k in pair)}
+    reached = near & {frozenset(pair) for pair in close}
     total = n * (n - 1) / 2
     return {
-        "texts": n, "pairs": len(left), "collisions": collisions, "share": collisions / total if total else 0.0,
+        "texts": n, "pairs": len(close), "collisions": len(colliding), "share": len(colliding) / total if total else 0.0,
         "unrelated": unrelated, "unrelated_share": unrelated / total if total else 0.0,
-        "pair_share": len(left) / total if total else 0.0, "per_lookup": 2 * len(left) / n if n else 0.0,
-        "reach": len(near_here & close) / len(near_here) if near_here else float("nan"),
+        "pair_share": len(close) / total if total else 0.0, "per_lookup": 2 * len(close) / n if n else 0.0,
+        "reach": len(reached) / len(near) if near else float("nan"),
     }
 
 
-def _jaccard(a: int, b: int) -> float:
+def _jaccard(a: int | None, b: int | None) -> float:
     """Jaccard similarity of two texts' shingle sets (the truth files' measure), by text hash."""
-    x, y = _SHINGLES.get(a), _SHINGLES.get(b)
+    x, y = _SHINGLES.get(a or 0), _SHINGLES.get(b or 0)
     if x is None or y is None:
         return float("nan")
     return len(x & y) / len(x | y)
@@ -259,6 +266,8 @@ def main() -> None:
     parser.add_argument("--min-similarity", type=float, default=0.88, help="sketch estimate needed to drop")
     parser.add_argument("--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order")
     parser.add_argument("--no-accuracy", action="store_true", help="selectivity only: skip the simulated dedup")
+    parser.add_argument("--raw-texts", action="store_true",
+                        help="count texts as distinct as extracted, not once normalised (as issue 20's figures did)")
     args = parser.parse_args()
     if not (args.eval / "truth.jsonl").is_file():
         sys.exit(f"--eval {args.eval}: no truth.jsonl there; point it at the evaluation corpus")
@@ -270,7 +279,7 @@ def main() -> None:
         fingerprinter = Fingerprinter(**kwargs)
         pages = fingerprint_pages(fingerprinter, corpus.texts)
         for lang in LANGS:
-            s = selectivity(corpus, pages, lang, args.distance)
+            s = selectivity(corpus, pages, lang, args.distance, args.raw_texts)
             select_rows.append([
                 label, lang, f"{s['texts']}", f"{s['pairs']}", f"{s['collisions']}", f"{s['share']:.1e}",
                 f"{s['unrelated']}", f"{s['unrelated_share']:.1e}",
