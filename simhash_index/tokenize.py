@@ -26,8 +26,7 @@ _CJK_SPLIT = re.compile(f"([{_CJK}]+)")
 _WORD = re.compile(r"\w+")
 _WORD_JOINED = re.compile(r"\w+(?:(?<=\d)[.,](?=\d)\w+)*")
 _NUMBER = re.compile(r"[\d.,]+")
-# every decimal digit of every script -> "0": str.translate does a whole text at once
-_ZERO_DIGITS = {c: "0" for c in range(0x110000) if chr(c).isdecimal()}
+_DIGIT = re.compile(r"\d")  # a decimal digit of any script
 CJK_PAGE_SHARE = 0.05  # a page is CJK when at least this share of its word characters are
 
 _jieba_lock = threading.Lock()
@@ -65,7 +64,7 @@ def has_han(text: str) -> bool:
 def number_shapes(text: str) -> str:
     """The text with every decimal digit replaced by 0: numbers count by their shape
     (1.7.4 and 2.0.1 are both 0.0.0), as in wordfreq's frequency tables."""
-    return text.translate(_ZERO_DIGITS)
+    return _DIGIT.sub("0", text)
 
 
 def is_number(token: str) -> bool:
