@@ -14,7 +14,7 @@ import xxhash
 
 from . import stopwords as _stopwords
 from .extract import ExtractOptions, extract_text
-from .frequencies import WORDLIST, idf_table, require_wordfreq
+from .frequencies import WORDLIST, check_languages, idf_table
 from .simhash import simhash
 from .sketch import DEFAULT_SLOTS, minhash
 from .tokenize import TOKENIZERS, is_number, normalize, number_shapes, shingles
@@ -115,6 +115,8 @@ class Fingerprinter:
         self._check()
         object.__setattr__(self, "_stop", _stop_words(self.stopwords))
         object.__setattr__(self, "idf_languages", _languages(self.idf_languages))
+        if self.weighting == "tfidf" and self.idf is None:
+            check_languages(self._languages)  # fail now, not at the first page
         if self.word_weights is not None:
             object.__setattr__(self, "word_weights", self._normalized_weights(self.word_weights))
 
@@ -137,8 +139,6 @@ class Fingerprinter:
             raise ValueError(f"numbers must be one of {NUMBERS}; got {self.numbers!r}")
         if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
             raise ValueError(f"top_k must be a positive integer or None (all features); got {self.top_k!r}")
-        if self.weighting == "tfidf" and self.idf is None:
-            require_wordfreq()  # fail now, not at the first page
 
     def _normalized_weights(self, weights: WordWeights) -> dict[str, float]:
         """A weight table (or the file holding one) keyed by normalised words."""

@@ -73,14 +73,19 @@ def _merged_frequencies(languages: Iterable[str]) -> dict[str, float]:
 @lru_cache(maxsize=8)
 def word_frequencies(language: str) -> dict[str, float]:
     """wordfreq's `small` table of a language: word -> frequency in running text."""
-    wordfreq = require_wordfreq()
+    check_languages((language,))
+    return dict(require_wordfreq().get_frequency_dict(language, WORDLIST))
 
-    available = wordfreq.available_languages(WORDLIST)
-    if language not in available:
-        raise ValueError(
-            f"idf_languages: wordfreq has no {WORDLIST!r} table for {language!r}; use language codes from {sorted(available)}"
-        )
-    return dict(wordfreq.get_frequency_dict(language, WORDLIST))
+
+def check_languages(languages: Iterable[str]) -> None:
+    """Refuse a language wordfreq has no table for, naming the ones it has."""
+    available = require_wordfreq().available_languages(WORDLIST)
+    for language in languages:
+        if language not in available:
+            raise ValueError(
+                f"idf_languages: wordfreq has no {WORDLIST!r} table for {language!r}; "
+                f"use language codes from {sorted(available)}"
+            )
 
 
 def require_wordfreq() -> ModuleType:

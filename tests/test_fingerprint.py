@@ -128,8 +128,9 @@ def test_tfidf_languages():
     assert Fingerprinter(weighting="tfidf", idf_languages="en, de").scheme == Fingerprinter(
         weighting="tfidf", idf_languages=("de", "en")
     ).scheme
-    with pytest.raises(ValueError, match="idf_languages: wordfreq has no 'small' table for 'xx'"):
-        Fingerprinter(weighting="tfidf", idf_languages="xx").features("some text")
+    with pytest.raises(ValueError, match="idf_languages: wordfreq has no 'small' table for 'xx'; use language codes"):
+        Fingerprinter(weighting="tfidf", idf_languages="en,xx")
+    Fingerprinter(idf_languages="xx")  # no TF-IDF: not read
     with pytest.raises(ValueError, match="idf_languages must name"):
         Fingerprinter(idf_languages="")
 
