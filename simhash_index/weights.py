@@ -15,10 +15,11 @@ def load_word_weights(path: str | os.PathLike[str]) -> dict[str, float]:
     number >= 0 (0 ignores the word). Raises ValueError naming the file and line of a
     malformed entry, OSError when the file cannot be read.
 
-    >>> import tempfile
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-    ...     _ = f.write("# finance\\nequity 2.5\\ninterest rate 3\\n")
-    >>> load_word_weights(f.name)
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder, "finance.txt")
+    ...     _ = path.write_text("# finance\\nequity 2.5\\ninterest rate 3\\n", encoding="utf-8")
+    ...     load_word_weights(path)
     {'equity': 2.5, 'interest rate': 3.0}
     """
     weights: dict[str, float] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import random
 from pathlib import Path
 
@@ -149,6 +150,12 @@ def test_word_weights_that_normalise_alike_must_agree():
     assert Fingerprinter(word_weights={"Cat": 2, "cat": 2}).word_weights == {"cat": 2.0}
     with pytest.raises(ValueError, match="word_weights: 'cat' normalises to 'cat'"):
         Fingerprinter(word_weights={"Cat": 2, "cat": 3})
+
+
+def test_weights_doctest():
+    from simhash_index import weights
+
+    assert doctest.testmod(weights).failed == 0
 
 
 def test_a_missing_weight_file(tmp_path: Path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import struct
 from collections import Counter
 from fractions import Fraction
@@ -350,3 +352,7 @@ def test_bit_similarity_checks_its_arguments():
         bit_similarity(0, -1)
     with pytest.raises(ValueError, match="bits must be a positive integer"):
         bit_similarity(0, 0, bits=0)
+
+
+def test_doctests():
+    assert doctest.testmod(importlib.import_module("simhash_index.simhash")).failed == 0
