@@ -9,7 +9,7 @@ from itemadapter import ItemAdapter
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from simhash_index.extract import extract_text
+from simhash_index.text.extract import extract_text
 
 
 class ExtractOnlyPipeline:

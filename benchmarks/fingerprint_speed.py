@@ -1,10 +1,11 @@
 """Fingerprint speed: our simhash against the `simhash` package and trafilatura's Simhash, same tokens.
 
     python benchmarks/fingerprint_speed.py [--texts PATH] [--rounds 7] [--no-write]
+                                           [--fingerprinter 'LABEL;key=value;...' ...]
 
 The texts are the evaluation corpus's extracted texts (../shared/eval/extracted_text.jsonl.gz),
 or generated Zipf-distributed text when that file is absent. Each text is normalised and
-tokenised once with simhash_index.tokenize.words; every implementation then fingerprints the
+tokenised once with simhash_index.text.tokens.words; every implementation then fingerprints the
 same token lists:
 
 - ours: simhash_index.simhash(tokens)  (xxHash64, per-token hash cache)
@@ -13,6 +14,11 @@ same token lists:
   text and tokenises it itself (whitespace split, punctuation strip, and only the tokens longer
   than 4 characters when there are enough), so it is fed the same tokens joined by spaces and
   its own tokenising and sampling count in its time.
+
+With --fingerprinter (repeatable; settings as in benchmarks/selectivity.py's --config), the whole
+text -> Signature path is timed too (normalising, tokenising, weighting, simhash, sketch), per
+Fingerprinter configuration, in texts/s and input tokens/s; its first-call cost (loading word lists
+and IDF tables) is timed apart. That section is printed only.
 
 Tokens/s are input tokens over wall time. The implementations run in interleaved rounds (a shared
 machine's load hits them alike); the first round is "cold" (our cache and trafilatura's emptied),
@@ -29,17 +35,18 @@ import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import simhash as simhash_package  # noqa: E402 - the `simhash` package from PyPI, the peer
-from trafilatura import deduplication as trafilatura_dedup  # noqa: E402
+import simhash as simhash_package  # type: ignore[import-untyped]  # the `simhash` package from PyPI, the peer
+from trafilatura import deduplication as trafilatura_dedup
 
-from benchmarks._common import REPO, Timer, command, machine, median, stamp, table, write_section  # noqa: E402
-from simhash_index import simhash  # noqa: E402
-from simhash_index.tokenize import normalize, words  # noqa: E402
+from benchmarks._common import REPO, Timer, command, machine, median, stamp, table, write_section
+from simhash_index import simhash
+from simhash_index.text.tokens import normalize, words
 
-simhash_module = importlib.import_module("simhash_index.simhash")  # the package exports a function of that name
+simhash_module = importlib.import_module("simhash_index.fingerprinting.simhash")  # the package exports a function of that name
 
 DEFAULT_TEXTS = REPO.parent / "shared" / "eval" / "extracted_text.jsonl.gz"
 TARGET_VS_PACKAGE = 10.0
@@ -68,11 +75,41 @@ def clear_caches() -> None:
     trafilatura_dedup._vector_to_add.cache_clear()
 
 
-def one_pass(fingerprint: Callable, inputs: list) -> float:
+def one_pass(fingerprint: Callable[[Any], object], inputs: list[Any]) -> float:
     with Timer() as timer:
         for item in inputs:
             fingerprint(item)
     return timer.seconds
+
+
+def fingerprinter_rounds(specs: list[str], texts: list[str], total: int, rounds: int) -> str:
+    """Time Fingerprinter.signature over the texts for each configuration, interleaved."""
+    from benchmarks.selectivity import parse_config
+    from simhash_index import Fingerprinter
+    from simhash_index.text.tokens import _SEGMENTED
+
+    configs = dict(parse_config(spec) for spec in specs)
+    setup: dict[str, float] = {}
+    subjects = {}
+    for label, kwargs in configs.items():
+        with Timer() as timer:
+            fingerprinter = Fingerprinter(**kwargs)
+            fingerprinter.signature("warm up the word lists and tables")
+        setup[label], subjects[label] = timer.seconds, fingerprinter
+    seconds: dict[str, list[float]] = {label: [] for label in subjects}
+    order = list(subjects)
+    for round_ in range(rounds):
+        random.Random(round_).shuffle(order)
+        for label in order:
+            if round_ == 0:
+                clear_caches()
+                _SEGMENTED.clear()
+            seconds[label].append(one_pass(subjects[label].signature, texts))
+    rows = [
+        [label, f"{len(texts) / median(s[1:]):,.0f}", f"{total / median(s[1:]):,.0f}", f"{total / s[0]:,.0f}", f"{setup[label]:.2f}"]
+        for label, s in seconds.items()
+    ]
+    return table(["Fingerprinter", "texts/s (warm)", "tokens/s (warm)", "tokens/s (cold)", "first call (s)"], rows)
 
 
 def main() -> None:
@@ -80,6 +117,9 @@ def main() -> None:
     parser.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (the first is cold)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--fingerprinter", action="append", default=[],
+                        help="also time Fingerprinter.signature with these settings: 'LABEL;key=value;...' (repeatable)")
+    parser.add_argument("--only-fingerprinter", action="store_true", help="skip the simhash comparison")
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error("--rounds must be at least 2: one cold round and one warm")
@@ -89,8 +129,12 @@ def main() -> None:
     joined = [" ".join(tokens) for tokens in token_lists]
     total = sum(map(len, token_lists))
     print(f"{source}: {len(token_lists)} token lists, {total:,} tokens", flush=True)
+    if args.fingerprinter:
+        print("\n" + fingerprinter_rounds(args.fingerprinter, texts, total, args.rounds) + "\n", flush=True)
+    if args.only_fingerprinter:
+        return
 
-    subjects: dict[str, tuple[Callable, list]] = {
+    subjects: dict[str, tuple[Callable[[Any], object], list[Any]]] = {
         "simhash_index.simhash": (simhash, token_lists),
         "simhash.Simhash (PyPI simhash)": (lambda tokens: simhash_package.Simhash(tokens).value, token_lists),
         "trafilatura Simhash (joined tokens)": (lambda text: trafilatura_dedup.Simhash(text).hash, joined),
@@ -127,7 +171,7 @@ def main() -> None:
 
 `{command()}` — {stamp()}; {machine()}.
 
-Input: {source}, normalised and tokenised once with `simhash_index.tokenize.words`:
+Input: {source}, normalised and tokenised once with `simhash_index.text.tokens.words`:
 {len(token_lists)} token lists, {total:,} tokens. Every implementation fingerprints the same token
 lists; trafilatura's `Simhash` takes a text and tokenises it itself, so it gets the tokens joined by
 spaces, and its own tokenising (and its sampling of tokens longer than 4 characters) is in its time.

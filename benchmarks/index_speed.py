@@ -40,7 +40,7 @@ from benchmarks._stores import DEFAULT_POSTGRES, disk_bytes, postgres_schema, va
 from simhash_index import SimhashIndex  # noqa: E402
 from simhash_index.sql import CANDIDATES, fetch, probe_values  # noqa: E402 - to count rows read
 from simhash_index.redis_index import split_url  # noqa: E402
-from simhash_index.simhash import blocks  # noqa: E402
+from simhash_index.fingerprinting.simhash import blocks  # noqa: E402
 
 PEER = "simhash.SimhashIndex"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"

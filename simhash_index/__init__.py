@@ -19,11 +19,13 @@ if TYPE_CHECKING:
         SimhashIndexError,
     )
     from .fingerprinting.fingerprinter import Fingerprinter, NoFeaturesError, Signature, fingerprint
-    from .fingerprinting.simhash import hamming, simhash
+    from .fingerprinting.simhash import bit_similarity, hamming, simhash, simhash_sparse
+    from .fingerprinting.weights import load_word_weights
     from .index.base import Index
     from .index.factory import SimhashIndex, open_index
     from .index.memory import MemoryIndex
     from .index.records import Duplicate, Match, Policy
+    from .text.extract import ExtractOptions, extract_text
 
 _HOMES = {
     "IndexNotFoundError": "errors",
@@ -36,8 +38,13 @@ _HOMES = {
     "NoFeaturesError": "fingerprinting.fingerprinter",
     "Signature": "fingerprinting.fingerprinter",
     "fingerprint": "fingerprinting.fingerprinter",
+    "bit_similarity": "fingerprinting.simhash",
     "hamming": "fingerprinting.simhash",
     "simhash": "fingerprinting.simhash",
+    "simhash_sparse": "fingerprinting.simhash",
+    "load_word_weights": "fingerprinting.weights",
+    "ExtractOptions": "text.extract",
+    "extract_text": "text.extract",
     "Index": "index.base",
     "SimhashIndex": "index.factory",
     "open_index": "index.factory",

@@ -182,7 +182,7 @@ def build_cluster_site(root: Path, clusters: int = 12, members: int = 4, indexes
     paths: list[list[str]] = []
     pages: dict[str, str] = {}
     for c in range(clusters):
-        text = english_article(1000 + c, paragraphs=6, sentences=6)
+        text = english_article(1000 + c, paragraphs=8, sentences=8)  # long enough that a one-word edit stays within 3 bits
         cluster = []
         for m in range(members):
             body = edit_words(text, c * 100 + m, 1) if m % 2 else text

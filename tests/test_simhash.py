@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import struct
 from collections import Counter
 from fractions import Fraction
 
+import numpy as np
 import pytest
 import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simhash_index.fingerprinting.simhash import blocks, from_hex, hamming, simhash, to_hex, to_signed, to_unsigned
+from simhash_index.fingerprinting.simhash import (
+    bit_similarity,
+    blocks,
+    from_hex,
+    hamming,
+    simhash,
+    simhash_sparse,
+    to_hex,
+    to_signed,
+    to_unsigned,
+    xxh64_dimensions,
+)
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 FEATURE = st.text(min_size=1, max_size=8)
@@ -219,3 +233,126 @@ def test_from_hex_rejects_signs_underscores_and_double_prefix(text):
     # not "1 to 16 hex digits": int(..., 16) accepts these, a fingerprint parser must not
     with pytest.raises(ValueError, match="hex"):
         from_hex(text)
+
+
+# -- sparse vectors: integer dimensions, bytes, arrays ---------------------------------------
+
+DIMENSION = st.integers(min_value=-(2**63), max_value=2**64 - 1)
+SIGNED_WEIGHT = st.builds(lambda n, k: n / 2**k, st.integers(-1000, 1000), st.integers(0, 4))
+
+
+def dimension_hash(dimension: int) -> int:
+    """An integer dimension's hash, from its definition: xxHash64 of 8 little-endian bytes."""
+    return xxhash.xxh64_intdigest((dimension % 2**64).to_bytes(8, "little"))
+
+
+def hyperplane_simhash(vector: dict[int, float], bits: int = 64) -> int:
+    """Bit i = sign(sum_d w_d * r_i(d)), r_i(d) = +1 if bit i of hash(d) is set else -1 (0 -> bit 0)."""
+    out = 0
+    for i in range(bits):
+        dot = sum(Fraction(w) * (1 if (dimension_hash(d) >> i) & 1 else -1) for d, w in vector.items())
+        out |= (dot > 0) << i
+    return out
+
+
+def test_integer_dimensions():
+    # fails in 0.1 with AttributeError: 'int' object has no attribute 'encode'
+    vector = {12345: 0.5, 987654321: 1.2}
+    assert simhash(vector) == hyperplane_simhash(vector)
+    assert simhash_sparse(list(vector), list(vector.values())) == simhash(vector)
+    assert simhash({7: 1.0}) == dimension_hash(7)  # one dimension: every bit follows its hash
+
+
+@given(st.dictionaries(DIMENSION, SIGNED_WEIGHT, max_size=12))
+def test_sparse_vectors_match_the_hyperplane_definition(vector):
+    expected = hyperplane_simhash(vector)
+    assert simhash(vector) == expected
+    assert simhash(list(vector.items())) == expected
+    indices = np.array([d - 2**64 if d >= 2**63 else d for d in vector], dtype=np.int64)  # as int64 arrays hold them
+    assert simhash_sparse(indices, list(vector.values())) == expected
+    unsigned = [d % 2**64 for d in vector]
+    assert simhash_sparse(np.array(unsigned, dtype=np.uint64), np.array(list(vector.values()))) == expected
+
+
+@given(st.lists(DIMENSION, min_size=1, max_size=50))
+def test_vectorised_dimension_hash_is_xxhash(dimensions):
+    unsigned = np.array([d % 2**64 for d in dimensions], dtype=np.uint64)
+    assert xxh64_dimensions(unsigned).tolist() == [dimension_hash(d) for d in dimensions]
+
+
+@given(st.lists(st.integers(0, 10**6), min_size=1, max_size=40), st.lists(SIGNED_WEIGHT, min_size=40, max_size=40))
+def test_duplicate_indices_add_up(indices, weights):
+    weights = weights[: len(indices)]
+    summed: dict[int, float] = {}
+    for d, w in zip(indices, weights):
+        summed[d] = summed.get(d, 0.0) + w
+    assert simhash_sparse(indices, weights) == hyperplane_simhash(summed)
+
+
+def test_negative_weights_turn_the_vote():
+    assert simhash({7: -1.0}) == dimension_hash(7) ^ (2**64 - 1)
+    assert simhash_sparse([7], [-1.0]) == dimension_hash(7) ^ (2**64 - 1)
+
+
+@pytest.mark.parametrize("bits", [32, 128])
+def test_sparse_vectors_at_other_widths(bits):
+    vector = {3: 1.5, 2**40: -0.5, 99: 2.0}
+    assert simhash_sparse(list(vector), list(vector.values()), bits=bits) == simhash(vector, bits=bits)
+    assert simhash({5: 1.0}, bits=32) == xxhash.xxh32_intdigest((5).to_bytes(8, "little"))
+
+
+def test_scipy_sparse_rows():
+    sparse = pytest.importorskip("scipy.sparse")
+    matrix = sparse.csr_matrix(np.array([[0.0, 1.5, 0.0, -2.0, 0.25], [1.0, 0.0, 0.0, 0.0, 0.0]]))
+    assert simhash_sparse(matrix[0]) == simhash({1: 1.5, 3: -2.0, 4: 0.25})
+    assert simhash_sparse(sparse.csr_array(matrix)[[1]]) == simhash({0: 1.0})
+    with pytest.raises(ValueError, match="a sparse row has shape"):
+        simhash_sparse(matrix)
+
+
+def test_bytes_features():
+    assert simhash({b"\x00\xff": 1.0}) == xxhash.xxh64_intdigest(b"\x00\xff")
+    assert simhash({b"caf\xc3\xa9": 2.0, "tea": 1.0}) == simhash({"café": 2.0, "tea": 1.0})  # a str is its UTF-8
+    assert simhash([b"a", b"b", b"a"]) == simhash({b"a": 2, b"b": 1})
+
+
+def test_bad_features_and_vectors():
+    with pytest.raises(TypeError, match="a feature is a str, bytes or an int"):
+        simhash({1.5: 1.0})
+    with pytest.raises(ValueError, match="must fit in 64 bits"):
+        simhash({2**64: 1.0})
+    with pytest.raises(ValueError, match="finite"):
+        simhash({"a": float("nan")})
+    with pytest.raises(ValueError, match="finite"):
+        simhash_sparse([1], [float("inf")])
+    with pytest.raises(ValueError, match="indices must be integers"):
+        simhash_sparse([1.5], [1.0])
+    with pytest.raises(ValueError, match="one length"):
+        simhash_sparse([1, 2], [1.0])
+    with pytest.raises(TypeError, match="give indices and values"):
+        simhash_sparse([1, 2])
+    assert simhash_sparse([], []) == 0
+
+
+# -- bit similarity ---------------------------------------------------------------------------
+
+
+@given(U64, U64)
+def test_bit_similarity_is_the_share_of_equal_bits(a, b):
+    assert bit_similarity(a, b) == 1 - hamming(a, b) / 64
+    assert bit_similarity(a, b) == bit_similarity(b, a)
+    assert bit_similarity(a, a) == 1.0
+
+
+def test_bit_similarity_checks_its_arguments():
+    assert bit_similarity(0b1011, 0b1001, bits=4) == 0.75
+    with pytest.raises(ValueError, match="a must be an unsigned 4-bit fingerprint"):
+        bit_similarity(16, 0, bits=4)
+    with pytest.raises(ValueError, match="b must be an unsigned 64-bit"):
+        bit_similarity(0, -1)
+    with pytest.raises(ValueError, match="bits must be a positive integer"):
+        bit_similarity(0, 0, bits=0)
+
+
+def test_doctests():
+    assert doctest.testmod(importlib.import_module("simhash_index.fingerprinting.simhash")).failed == 0

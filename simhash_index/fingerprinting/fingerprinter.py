@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from pathlib import Path
+from functools import cached_property
+from typing import cast
 
 import xxhash
 
 from ..text import stopwords as _stopwords
+from ..text.extract import ExtractOptions, extract_text
+from ..text.frequencies import WORDLIST, check_languages, idf_table
+from ..text.tokens import TOKENIZERS, is_number, normalize, number_shapes, shingles
 from .simhash import simhash
 from .sketch import DEFAULT_SLOTS, minhash
-from ..text.tokens import TOKENIZERS, normalize, shingles
+from .weights import load_word_weights
 
 Tokenizer = Callable[[str], list[str]]
+WordWeights = Mapping[str, float] | str | os.PathLike[str]
 WEIGHTINGS = ("tf", "sublinear", "tfidf")
-DEFAULT_TF_POWER = 1.33  # measured: lifts near-duplicate recall at distance 3 (README, Accuracy)
+NUMBERS = ("shape", "keep", "split", "drop")
+NORMALIZATIONS = ("NFKC", "NFC", "NFKD", "NFD", None)
+# tf ** 0.5 (Lucene's classic TF) with stop words: the most frequent words no longer decide
+# the bits, so unrelated pages stop colliding (docs/accuracy.md has the measurements).
+DEFAULT_TF_POWER = 0.5
 
 
 class NoFeaturesError(ValueError):
@@ -64,10 +73,21 @@ class Fingerprinter:
     """Turns text into weighted features, a 64-bit simhash and a Signature.
 
     normalization: Unicode form applied first (None to skip); casefold: fold case.
-    tokenizer: "auto" (jieba where there is Chinese), "jieba", "words", or a callable.
-    stopwords: True for the built-in English and Chinese lists, False, or your own set.
-    weighting: "tf" (tf ** tf_power), "sublinear" (1 + log tf) or "tfidf" (tf ** tf_power * idf;
-      jieba's IDF table unless `idf` is given). word_weights multiplies the weight of given words.
+    tokenizer: "auto" (jieba where there is Chinese), "jieba", "words", "bigrams", or a callable.
+    stopwords: True for the built-in English and Chinese lists, "english" or "chinese" for one
+      of them, False, or your own collection of words.
+    numbers: "shape" (a dot or comma between digits joins them, and every digit counts as 0:
+      1.7.4 and 2.0.1 are one feature, so a version or date bump does not move the fingerprint),
+      "keep" (joined, digits kept), "split" (split at dots and commas, digits kept: before 0.2)
+      or "drop" (numbers are no features). A custom tokenizer gets the shaped text for "shape";
+      "drop" removes the number tokens it returns.
+    weighting: "tf" (tf ** tf_power), "sublinear" (1 + log tf) or "tfidf" (tf ** tf_power * idf).
+    idf: your own IDF table for "tfidf" (words it lacks get its median). By default, jieba's
+      IDF for Han words and ln(1 / frequency) from wordfreq's tables of `idf_languages` for the
+      others (simhash_index.frequencies).
+    word_weights: multiplies the weight of given words: a mapping, or the path of a file with
+      one word and weight per line (load_word_weights). Words are normalised like the text.
+    top_k: only the K heaviest features vote (None: all).
     ngram: word n-gram shingles as features (1 = single words).
     min_length: normalised texts shorter than this many characters are matched only
       exactly; simhash on a few words is unreliable.
@@ -78,17 +98,29 @@ class Fingerprinter:
     normalization: str | None = "NFKC"
     casefold: bool = True
     tokenizer: str | Tokenizer = "auto"
-    stopwords: bool | Collection[str] = False
+    stopwords: bool | str | Collection[str] = True
     weighting: str = "tf"
     tf_power: float = DEFAULT_TF_POWER
     idf: Mapping[str, float] | None = None
-    word_weights: Mapping[str, float] | None = None
+    word_weights: WordWeights | None = None
     ngram: int = 1
     min_length: int = 100
     sketch_size: int = DEFAULT_SLOTS
+    numbers: str = "shape"
+    idf_languages: str | Collection[str] = ("en",)
+    top_k: int | None = None
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._check()
+        object.__setattr__(self, "_stop", _stop_words(self.stopwords))
+        object.__setattr__(self, "idf_languages", _languages(self.idf_languages))
+        if self.weighting == "tfidf" and self.idf is None:
+            check_languages(self._languages)  # fail now, not at the first page
+        if self.word_weights is not None:
+            object.__setattr__(self, "word_weights", self._normalized_weights(self.word_weights))
+
+    def _check(self) -> None:
         if isinstance(self.tokenizer, str) and self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable; got {self.tokenizer!r}")
         if self.weighting not in WEIGHTINGS:
@@ -101,32 +133,70 @@ class Fingerprinter:
             raise ValueError(f"sketch_size must be >= 0; got {self.sketch_size!r}")
         if self.tf_power <= 0:
             raise ValueError(f"tf_power must be positive; got {self.tf_power!r}")
-        if self.stopwords is True:
-            stop = _stopwords.ALL
-        elif self.stopwords is False:
-            stop = frozenset()
-        else:
-            stop = frozenset(self.stopwords)
-        object.__setattr__(self, "_stop", stop)
+        if self.normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATIONS}; got {self.normalization!r}")
+        if self.numbers not in NUMBERS:
+            raise ValueError(f"numbers must be one of {NUMBERS}; got {self.numbers!r}")
+        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
+            raise ValueError(f"top_k must be a positive integer or None (all features); got {self.top_k!r}")
+
+    def _normalized_weights(self, weights: WordWeights) -> dict[str, float]:
+        """A weight table (or the file holding one) keyed by normalised words."""
+        table = load_word_weights(weights) if isinstance(weights, (str, os.PathLike)) else weights
+        normalized: dict[str, float] = {}
+        for word, weight in table.items():
+            key = self.normalize(word)
+            if key in normalized and normalized[key] != float(weight):
+                raise ValueError(f"word_weights: {word!r} normalises to {key!r}, which has another weight already")
+            normalized[key] = float(weight)
+        return normalized
 
     @cached_property
     def scheme(self) -> str:
         """Everything that makes fingerprints comparable, as one string the index records."""
         tokenizer = self.tokenizer if isinstance(self.tokenizer, str) else _callable_id(self.tokenizer)
-        stop = {frozenset(): "none", _stopwords.ALL: "builtin"}.get(self._stop) or _mapping_digest(dict.fromkeys(self._stop, 1))
-        return (
+        stop = _STOP_NAMES.get(self._stop) or _mapping_digest(dict.fromkeys(self._stop, 1))
+        idf = _mapping_digest(self.idf)
+        if self.idf is None and self.weighting == "tfidf":
+            idf = f"jieba+wordfreq-{WORDLIST}:{','.join(self._languages)}"
+        scheme = (
             f"xxh64/64 norm={self.normalization}{'+casefold' if self.casefold else ''} tokens={tokenizer}"
-            f" stop={stop} ngram={self.ngram} weighting={self.weighting}^{self.tf_power} idf={_mapping_digest(self.idf)}"
-            f" weights={_mapping_digest(self.word_weights)} min_length={self.min_length}"
+            f" stop={stop} ngram={self.ngram} weighting={self.weighting}^{self.tf_power} idf={idf}"
+            f" weights={_mapping_digest(self._word_weights)} min_length={self.min_length}"
             f" sketch=minhash{self.sketch_size}x8/w3c5"
         )
+        # settings added in 0.2 are named only when they differ from what 0.1 did, so an index
+        # built by 0.1 opens with the settings that reproduce its fingerprints
+        if self.numbers != "split":
+            scheme += f" numbers={self.numbers}"
+        if self.top_k is not None:
+            scheme += f" top_k={self.top_k}"
+        return scheme
+
+    @property
+    def _languages(self) -> tuple[str, ...]:
+        return tuple(self.idf_languages)  # a sorted tuple since __post_init__
+
+    @property
+    def _word_weights(self) -> Mapping[str, float] | None:
+        return cast("Mapping[str, float] | None", self.word_weights)  # a dict since __post_init__
 
     def normalize(self, text: str) -> str:
+        """The text as features and exact hashes see it (Unicode form, case, white space)."""
         return normalize(text, form=self.normalization, casefold=self.casefold)
 
     def tokens(self, normalized_text: str) -> list[str]:
-        cut = TOKENIZERS[self.tokenizer] if isinstance(self.tokenizer, str) else self.tokenizer
-        return [t for t in cut(normalized_text) if t not in self._stop]
+        """The words of a normalised text that become features: stop words out, numbers as set."""
+        if self.numbers == "shape":
+            normalized_text = number_shapes(normalized_text)
+        if isinstance(self.tokenizer, str):
+            words = TOKENIZERS[self.tokenizer](normalized_text, join_numbers=self.numbers != "split")
+        else:
+            words = self.tokenizer(normalized_text)
+        stop = self._stop
+        if self.numbers == "drop":
+            return [t for t in words if t not in stop and not is_number(t)]
+        return [t for t in words if t not in stop] if stop else list(words)
 
     def features(self, text: str) -> dict[str, float]:
         """Weighted features of a text: feature -> weight."""
@@ -138,6 +208,13 @@ class Fingerprinter:
         if not features:
             raise NoFeaturesError("text has no features (empty, or only punctuation/stop words): it has no fingerprint")
         return simhash(features)
+
+    def signature_of_html(self, html: str | bytes, options: ExtractOptions | None = None) -> Signature | None:
+        """The Signature of a page's main text, extracted as the pipeline does (`options`:
+        trafilatura's settings, ExtractOptions() by default); None when the page has no main
+        text or no features. Raises extract.ExtractionError when trafilatura fails on it."""
+        text = extract_text(html, options or ExtractOptions())
+        return None if text is None else self.signature(text)
 
     def signature(self, text: str) -> Signature | None:
         """What the index stores for a text, or None when it has no features."""
@@ -164,38 +241,57 @@ class Fingerprinter:
         elif self.weighting == "sublinear":
             weights = {f: 1.0 + math.log(c) for f, c in counts.items()}
         else:
-            idf, default = self._idf_table
-            weights = {f: float(c) ** power * idf.get(f, default) for f, c in counts.items()}
-        if self.word_weights:
+            idf = self._idf
+            weights = {f: float(c) ** power * idf(f) for f, c in counts.items()}
+        table = self._word_weights
+        if table:
             for feature in weights:
-                weights[feature] *= self.word_weights.get(feature, 1.0)
+                weights[feature] *= table.get(feature, 1.0)
+        if self.top_k is not None and len(weights) > self.top_k:
+            weights = heaviest(weights, self.top_k)
         return weights
 
     @cached_property
-    def _idf_table(self) -> tuple[Mapping[str, float], float]:
-        if self.idf is not None:
-            values = sorted(self.idf.values())
-            return self.idf, values[len(values) // 2] if values else 1.0
-        return _jieba_idf()
+    def _idf(self) -> Callable[[str], float]:
+        """feature -> IDF, from `idf` (its median for words it lacks) or the built-in tables."""
+        if self.idf is None:
+            return idf_table(self._languages).get
+        table = self.idf
+        values = sorted(table.values())
+        default = values[len(values) // 2] if values else 1.0
+        return lambda feature: table.get(feature, default)
 
 
-@lru_cache(maxsize=1)
-def _jieba_idf() -> tuple[dict[str, float], float]:
-    """jieba's IDF table and its median, read once (jieba.analyse leaves the file open)."""
-    import jieba
-
-    path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
-    table = {}
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            word, _, value = line.strip().rpartition(" ")
-            if word:
-                table[word] = float(value)
-    values = sorted(table.values())
-    return table, values[len(values) // 2]
+def heaviest(weights: Mapping[str, float], k: int) -> dict[str, float]:
+    """The k heaviest features; among equal weights the smallest features, so the choice
+    is the same in every process."""
+    ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
+    return dict(ranked[:k])
 
 
-def _callable_id(function: Callable) -> str:
+_STOP_NAMES = {frozenset(): "none", _stopwords.ALL: "builtin", _stopwords.ENGLISH: "english", _stopwords.CHINESE: "chinese"}
+
+
+def _stop_words(setting: bool | str | Collection[str]) -> frozenset[str]:
+    if setting is True:
+        return _stopwords.ALL
+    if setting is False:
+        return frozenset()
+    if isinstance(setting, str):  # a string is a collection of letters: not what anyone means
+        return _stopwords.by_name(setting)
+    return frozenset(setting)
+
+
+def _languages(setting: str | Collection[str]) -> tuple[str, ...]:
+    """idf_languages as a sorted tuple: "en,de" or ("en", "de")."""
+    names = setting.split(",") if isinstance(setting, str) else list(setting)
+    languages = tuple(sorted({name.strip() for name in names if name.strip()}))
+    if not languages:
+        raise ValueError(f"idf_languages must name at least one wordfreq language, e.g. 'en'; got {setting!r}")
+    return languages
+
+
+def _callable_id(function: Callable[..., object]) -> str:
     """Names a custom tokenizer by its qualified name and a digest of its code, so two
     different functions (two lambdas, say) give different schemes."""
     name = f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', type(function).__name__)}"

@@ -55,8 +55,11 @@ def minhash(shingles: Iterable[str], k: int = DEFAULT_SLOTS) -> bytes:
     return ((best >> np.uint64(32)) & np.uint64(0xFF)).astype(np.uint8).tobytes()
 
 
-def similarity(a: bytes, b: bytes) -> float:
-    """Estimated Jaccard similarity of the shingle sets behind two sketches."""
+def estimate_jaccard(a: bytes, b: bytes) -> float:
+    """Estimated Jaccard similarity of the shingle sets behind two sketches.
+
+    Not simhash.bit_similarity, the share of equal bits of two fingerprints.
+    """
     if len(a) != len(b) or not a:
         raise ValueError(f"sketches must be non-empty and of equal length; got {len(a)} and {len(b)} bytes")
     x = np.frombuffer(a, dtype=np.uint8)
@@ -64,3 +67,6 @@ def similarity(a: bytes, b: bytes) -> float:
     agree = float(np.count_nonzero(x == y)) / x.size
     chance = 1 / 256
     return max(0.0, (agree - chance) / (1 - chance))
+
+
+similarity = estimate_jaccard  # the name the index modules use

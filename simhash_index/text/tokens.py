@@ -1,7 +1,9 @@
 """Text normalisation and tokenisation: Unicode words, and jieba for Chinese.
 
 Runs of Han characters go to jieba; everything else is split into Unicode
-word-character runs. Mixed text gets both, in order.
+word-character runs. Mixed text gets both, in order. With `join_numbers`, a
+dot or comma between two digits does not split a word (1.7.0, 3,000, v2.1),
+as in Unicode word segmentation (UAX #29).
 """
 
 from __future__ import annotations
@@ -10,39 +12,45 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Callable
+from typing import Any, Literal, cast
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _TOKEN = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W{_HAN}]+)")
+_TOKEN_JOINED = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W{_HAN}]+(?:(?<=\d)[.,](?=\d)[^\W{_HAN}]+)*)")
 _HAS_HAN = re.compile(f"[{_HAN}]")
 _SPACES = re.compile(r"\s+")
 _CJK = _HAN + "\u3040-\u30ff\uac00-\ud7af"  # Han, kana, hangul
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _CJK_SPLIT = re.compile(f"([{_CJK}]+)")
 _WORD = re.compile(r"\w+")
+_WORD_JOINED = re.compile(r"\w+(?:(?<=\d)[.,](?=\d)\w+)*")
+_NUMBER = re.compile(r"[\d.,]+")
+_DIGIT = re.compile(r"\d")  # a decimal digit of any script
 CJK_PAGE_SHARE = 0.05  # a page is CJK when at least this share of its word characters are
 
 _jieba_lock = threading.Lock()
-_jieba = None
+_jieba: Any = None
 
 
-def _jieba_cut():
+def _jieba_cut() -> Callable[..., list[str]]:
     """jieba's cutter, initialised once per process with its log quiet."""
     global _jieba
     if _jieba is None:
         with _jieba_lock:
             if _jieba is None:
-                import jieba
+                import jieba  # type: ignore[import-untyped]
 
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
                 _jieba = jieba
-    return _jieba.lcut
+    return cast("Callable[..., list[str]]", _jieba.lcut)
 
 
 def normalize(text: str, *, form: str | None = "NFKC", casefold: bool = True) -> str:
     """Unicode-normalise, case-fold and collapse white space."""
     if form:
-        text = unicodedata.normalize(form, text)
+        text = unicodedata.normalize(cast(Literal["NFC", "NFD", "NFKC", "NFKD"], form), text)
     if casefold:
         text = text.casefold()
     return _SPACES.sub(" ", text).strip()
@@ -53,16 +61,27 @@ def has_han(text: str) -> bool:
     return _HAS_HAN.search(text) is not None
 
 
-def words(text: str) -> list[str]:
+def number_shapes(text: str) -> str:
+    """The text with every decimal digit replaced by 0: numbers count by their shape
+    (1.7.4 and 2.0.1 are both 0.0.0), as in wordfreq's frequency tables."""
+    return _DIGIT.sub("0", text)
+
+
+def is_number(token: str) -> bool:
+    """Whether a token is only digits, with dots or commas between them."""
+    return _NUMBER.fullmatch(token) is not None and token[0].isdecimal()
+
+
+def words(text: str, *, join_numbers: bool = False) -> list[str]:
     """Unicode word-character runs; Han characters one per token."""
     tokens: list[str] = []
-    for match in _TOKEN.finditer(text):
+    for match in (_TOKEN_JOINED if join_numbers else _TOKEN).finditer(text):
         run = match.group("han")
         tokens.extend(run if run else [match.group("word")])
     return tokens
 
 
-class _Segmentations(dict):
+class _Segmentations(dict[str, tuple[str, ...]]):
     """Han run -> jieba's words for it, remembered: pages of one site repeat most of their
     runs (navigation, footers, shared paragraphs), and jieba is the costliest step of a
     fingerprint. Emptied when full; long runs, rarely repeated, are not kept."""
@@ -83,10 +102,10 @@ class _Segmentations(dict):
 _SEGMENTED = _Segmentations()
 
 
-def jieba_words(text: str) -> list[str]:
+def jieba_words(text: str, *, join_numbers: bool = False) -> list[str]:
     """Words, with each run of Han characters segmented by jieba."""
     tokens: list[str] = []
-    for match in _TOKEN.finditer(text):
+    for match in (_TOKEN_JOINED if join_numbers else _TOKEN).finditer(text):
         run = match.group("han")
         if run:
             tokens.extend(_SEGMENTED[run])
@@ -95,25 +114,24 @@ def jieba_words(text: str) -> list[str]:
     return tokens
 
 
-def auto_words(text: str) -> list[str]:
+def auto_words(text: str, *, join_numbers: bool = False) -> list[str]:
     """jieba for text with Chinese in it, plain Unicode words otherwise."""
-    return jieba_words(text) if has_han(text) else words(text)
+    if has_han(text):
+        return jieba_words(text, join_numbers=join_numbers)
+    return words(text, join_numbers=join_numbers)
 
 
-
-def cjk_bigrams(text: str) -> list[str]:
+def cjk_bigrams(text: str, *, join_numbers: bool = False) -> list[str]:
     """Unicode words; runs of CJK characters become overlapping character bigrams."""
     tokens: list[str] = []
-    for word in _WORD.findall(text):
+    for word in (_WORD_JOINED if join_numbers else _WORD).findall(text):
         if not _CJK_CHAR.search(word):
             tokens.append(word)
             continue
         for i, part in enumerate(_CJK_SPLIT.split(word)):
             if not part:
                 continue
-            if i % 2 == 0:  # latin letters or digits glued to CJK characters
-                tokens.append(part)
-            elif len(part) == 1:
+            if i % 2 == 0 or len(part) == 1:  # latin letters or digits glued to CJK characters
                 tokens.append(part)
             else:
                 tokens.extend(part[j : j + 2] for j in range(len(part) - 1))

@@ -34,7 +34,7 @@ local function distance(a, b)
   return popcount(bxor(ah, bh)) + popcount(bxor(al, bl))
 end
 
-local function similarity(a, b)  -- as simhash_index.sketch.similarity: agreeing slots, less chance
+local function similarity(a, b)  -- as simhash_index.fingerprinting.sketch.estimate_jaccard: agreeing slots, less chance
   local x, y = {string.byte(a, 1, -1)}, {string.byte(b, 1, -1)}
   local agree = 0
   for i = 1, #x do
