@@ -41,7 +41,7 @@ MODES = {
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -54,10 +54,25 @@ def serve(directory: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 def crawl(start: str, workdir: Path, name: str, settings: list[str]) -> tuple[Path, float, float]:
     """One `scrapy crawl site` run; returns the feed, its wall time and its CPU time."""
     feed, log = workdir / f"{name}.jsonl", workdir / f"{name}.log"
-    command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start}", "-O", str(feed),
-               "-s", f"LOG_FILE={log}", "-s", "LOG_LEVEL=INFO",
-               "-s", f"SIMHASH_DATABASE_URL=sqlite:///{workdir / name}.db",
-               "-s", 'FEED_EXPORT_FIELDS=["url"]']
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "site",
+        "-a",
+        f"start_url={start}",
+        "-O",
+        str(feed),
+        "-s",
+        f"LOG_FILE={log}",
+        "-s",
+        "LOG_LEVEL=INFO",
+        "-s",
+        f"SIMHASH_DATABASE_URL=sqlite:///{workdir / name}.db",
+        "-s",
+        'FEED_EXPORT_FIELDS=["url"]',
+    ]
     for setting in settings:
         command += ["-s", setting]
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -73,19 +88,24 @@ def _children_cpu() -> float:
 
 
 def score(eval_dir: Path, feed: Path) -> dict:
-    done = subprocess.run([sys.executable, str(eval_dir / "score.py"), str(feed), "--json"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(eval_dir / "score.py"), str(feed), "--json"], capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
 def score_table(results: dict[str, dict]) -> str:
-    lines = ["| order | language | pages | dropped | strict precision | precision | recall | harmful drops |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| order | language | pages | dropped | strict precision | precision | recall | harmful drops |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for order, result in results.items():
         for lang in ("en", "zh", "all"):
             r = result[lang]
-            lines.append(f"| {order} | {lang} | {r['pages']} | {r['dropped']} | {r['precision_strict']:.4f} | "
-                         f"{r['precision']:.4f} | {r['recall']:.4f} | {r['harmful_drops']} |")
+            lines.append(
+                f"| {order} | {lang} | {r['pages']} | {r['dropped']} | {r['precision_strict']:.4f} | "
+                f"{r['precision']:.4f} | {r['recall']:.4f} | {r['harmful_drops']} |"
+            )
     return "\n".join(lines)
 
 
@@ -116,7 +136,10 @@ def main() -> None:
                         _, seconds, cpu_seconds = crawl(start, workdir, f"time-{mode}-{round_number}", settings)
                         wall[mode].append(seconds)
                         cpu[mode].append(cpu_seconds)
-                        print(f"round {round_number + 1}: {mode} {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU", flush=True)
+                        print(
+                            f"round {round_number + 1}: {mode} {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU",
+                            flush=True,
+                        )
                 print(f"\n| crawl | wall time (s), median of {args.rounds} | CPU time (s), median |\n|---|---|---|")
                 for mode in MODES:
                     print(f"| {mode} | {statistics.median(wall[mode]):.1f} | {statistics.median(cpu[mode]):.1f} |")

@@ -46,7 +46,9 @@ from benchmarks._common import REPO, Timer, command, machine, median, stamp, tab
 from simhash_index import simhash
 from simhash_index.text.tokens import normalize, words
 
-simhash_module = importlib.import_module("simhash_index.fingerprinting.simhash")  # the package exports a function of that name
+simhash_module = importlib.import_module(
+    "simhash_index.fingerprinting.simhash"
+)  # the package exports a function of that name
 
 DEFAULT_TEXTS = REPO.parent / "shared" / "eval" / "extracted_text.jsonl.gz"
 TARGET_VS_PACKAGE = 10.0
@@ -106,7 +108,13 @@ def fingerprinter_rounds(specs: list[str], texts: list[str], total: int, rounds:
                 _SEGMENTED.clear()
             seconds[label].append(one_pass(subjects[label].signature, texts))
     rows = [
-        [label, f"{len(texts) / median(s[1:]):,.0f}", f"{total / median(s[1:]):,.0f}", f"{total / s[0]:,.0f}", f"{setup[label]:.2f}"]
+        [
+            label,
+            f"{len(texts) / median(s[1:]):,.0f}",
+            f"{total / median(s[1:]):,.0f}",
+            f"{total / s[0]:,.0f}",
+            f"{setup[label]:.2f}",
+        ]
         for label, s in seconds.items()
     ]
     return table(["Fingerprinter", "texts/s (warm)", "tokens/s (warm)", "tokens/s (cold)", "first call (s)"], rows)
@@ -117,8 +125,12 @@ def main() -> None:
     parser.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (the first is cold)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    parser.add_argument("--fingerprinter", action="append", default=[],
-                        help="also time Fingerprinter.signature with these settings: 'LABEL;key=value;...' (repeatable)")
+    parser.add_argument(
+        "--fingerprinter",
+        action="append",
+        default=[],
+        help="also time Fingerprinter.signature with these settings: 'LABEL;key=value;...' (repeatable)",
+    )
     parser.add_argument("--only-fingerprinter", action="store_true", help="skip the simhash comparison")
     args = parser.parse_args()
     if args.rounds < 2:
@@ -148,13 +160,23 @@ def main() -> None:
                 clear_caches()
             fingerprint, inputs = subjects[name]
             seconds[name].append(one_pass(fingerprint, inputs))
-        print(f"round {round_ + 1}/{args.rounds}: " + ", ".join(f"{n.split()[0]} {seconds[n][-1]:.2f} s" for n in subjects), flush=True)
+        print(
+            f"round {round_ + 1}/{args.rounds}: "
+            + ", ".join(f"{n.split()[0]} {seconds[n][-1]:.2f} s" for n in subjects),
+            flush=True,
+        )
 
     cold = {name: total / s[0] for name, s in seconds.items()}
     warm = {name: total / median(s[1:]) for name, s in seconds.items()}
     ours, package, trafilatura = subjects
     rows = [
-        [name, f"{warm[name]:,.0f}", f"{cold[name]:,.0f}", f"{warm[ours] / warm[name]:.1f}x", f"{cold[ours] / cold[name]:.1f}x"]
+        [
+            name,
+            f"{warm[name]:,.0f}",
+            f"{cold[name]:,.0f}",
+            f"{warm[ours] / warm[name]:.1f}x",
+            f"{cold[ours] / cold[name]:.1f}x",
+        ]
         for name in subjects
     ]
     result = table(["implementation", "tokens/s (warm)", "tokens/s (cold)", "ours is (warm)", "ours is (cold)"], rows)
@@ -166,7 +188,9 @@ def main() -> None:
     )
     print("\n" + result + "\n\n" + verdict)
     if not args.no_write:
-        write_section("fingerprint_speed", f"""
+        write_section(
+            "fingerprint_speed",
+            f"""
 ## Fingerprint speed
 
 `{command()}` — {stamp()}; {machine()}.
@@ -181,7 +205,8 @@ emptied), warm = the median of the rest.
 {result}
 
 {verdict}
-""")
+""",
+        )
         print(f"\nwrote {Path('docs/benchmarks.md')}")
 
 

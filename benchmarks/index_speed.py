@@ -32,15 +32,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import redis  # noqa: E402
-import simhash as simhash_package  # noqa: E402 - the `simhash` package from PyPI, the peer
+import redis
+import simhash as simhash_package
+from simhash_index.redis_index import split_url
+from simhash_index.sql import CANDIDATES, fetch, probe_values
 
-from benchmarks._common import Timer, command, flip, machine, median, page_key, peak_rss_mb, stamp, table, write_section  # noqa: E402
-from benchmarks._stores import DEFAULT_POSTGRES, disk_bytes, postgres_schema, vacuum  # noqa: E402
-from simhash_index import SimhashIndex  # noqa: E402
-from simhash_index.sql import CANDIDATES, fetch, probe_values  # noqa: E402 - to count rows read
-from simhash_index.redis_index import split_url  # noqa: E402
-from simhash_index.fingerprinting.simhash import blocks  # noqa: E402
+from benchmarks._common import Timer, command, flip, machine, median, page_key, peak_rss_mb, stamp, table, write_section
+from benchmarks._stores import DEFAULT_POSTGRES, disk_bytes, postgres_schema, vacuum
+from simhash_index import SimhashIndex
+from simhash_index.fingerprinting.simhash import blocks
 
 PEER = "simhash.SimhashIndex"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
@@ -122,7 +122,10 @@ def peer_candidates(peer: simhash_package.SimhashIndex, queries: list[int]) -> f
 
 def check_rate(index: SimhashIndex, fingerprints: list[int], count: int, rng: random.Random) -> float:
     items = [
-        (f"https://example.com/new/{i}.html", flip(rng.choice(fingerprints), rng) if i % 10 == 0 else rng.getrandbits(64))
+        (
+            f"https://example.com/new/{i}.html",
+            flip(rng.choice(fingerprints), rng) if i % 10 == 0 else rng.getrandbits(64),
+        )
         for i in range(count)
     ]
     with Timer() as timer:
@@ -137,7 +140,9 @@ def agreement(subjects: list[Subject], peer: Subject | None, planted: list[int],
         return "Answers not compared (no peer)"
     disagree = 0
     for q in planted[:sample]:
-        answers = {frozenset(int(m.key.rsplit("/", 1)[1].split(".")[0]) for m in s.query(q)) for s in subjects if s is not peer}
+        answers = {
+            frozenset(int(m.key.rsplit("/", 1)[1].split(".")[0]) for m in s.query(q)) for s in subjects if s is not peer
+        }
         answers.add(frozenset(int(obj_id) for obj_id in peer.query(q)))
         disagree += len(answers) != 1
     return f"{sample - disagree}/{sample} planted queries: every index returned the same pages"
@@ -149,11 +154,17 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgres,redis", help="comma-separated: sqlite, postgres, redis")
     parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     parser.add_argument("--redis-url", default=os.environ.get("SIMHASH_BENCH_REDIS_URL", DEFAULT_REDIS))
-    parser.add_argument("--queries", type=int, default=2000, help="random queries per round (and a quarter as many planted)")
+    parser.add_argument(
+        "--queries", type=int, default=2000, help="random queries per round (and a quarter as many planted)"
+    )
     parser.add_argument("--checks", type=int, default=2000, help="check_and_add calls per backend")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved query rounds")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="add_many's batch_size; "
-                        "another value writes a section of its own")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help="add_many's batch_size; another value writes a section of its own",
+    )
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--no-peer", action="store_true", help=f"skip {PEER} (building it at 1M takes a while)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
@@ -192,17 +203,27 @@ def main() -> None:
             subject.figures["load"] = f"{args.n / seconds:,.0f}/s ({seconds:.1f} s)"
             rss[backend] = peak_rss_mb()
             subjects.append(subject)
-            print(f"{backend}: add_many {args.n / seconds:,.0f} fingerprints/s; peak RSS {rss[backend]:.0f} MB", flush=True)
+            print(
+                f"{backend}: add_many {args.n / seconds:,.0f} fingerprints/s; peak RSS {rss[backend]:.0f} MB",
+                flush=True,
+            )
 
         peer_subject = None
         if not args.no_peer:
             peer, objects_s, index_s = build_peer(fingerprints)
-            query_objects: dict[int, simhash_package.Simhash] = {q: simhash_package.Simhash(q) for q in random_queries + planted}
+            query_objects: dict[int, simhash_package.Simhash] = {
+                q: simhash_package.Simhash(q) for q in random_queries + planted
+            }
             peer_subject = Subject(PEER, lambda q: peer.get_near_dups(query_objects[q]))
-            peer_subject.figures["load"] = f"build {objects_s + index_s:.1f} s ({objects_s:.1f} s objects + {index_s:.1f} s index)"
+            peer_subject.figures["load"] = (
+                f"build {objects_s + index_s:.1f} s ({objects_s:.1f} s objects + {index_s:.1f} s index)"
+            )
             rss["peer"] = peak_rss_mb()
             subjects.append(peer_subject)
-            print(f"{PEER}: built in {objects_s:.1f} s (Simhash objects) + {index_s:.1f} s (index); peak RSS {rss['peer']:.0f} MB", flush=True)
+            print(
+                f"{PEER}: built in {objects_s:.1f} s (Simhash objects) + {index_s:.1f} s (index); peak RSS {rss['peer']:.0f} MB",
+                flush=True,
+            )
 
         agreed = agreement(subjects, peer_subject, planted)
         print(agreed, flush=True)
@@ -215,8 +236,11 @@ def main() -> None:
                         for q in queries:
                             subject.query(q)
                     subject.seconds[kind].append(timer.seconds / len(queries))
-            print(f"round {round_ + 1}/{args.rounds}: " + ", ".join(
-                f"{s.name} {1 / s.seconds['random'][-1]:,.0f} q/s" for s in subjects), flush=True)
+            print(
+                f"round {round_ + 1}/{args.rounds}: "
+                + ", ".join(f"{s.name} {1 / s.seconds['random'][-1]:,.0f} q/s" for s in subjects),
+                flush=True,
+            )
 
         sample = random_queries[:500]
         for subject in subjects:
@@ -228,9 +252,13 @@ def main() -> None:
                 continue
             index, path = indexes[subject.name]
             subject.figures["candidates"] = f"{candidates_read(index, sample):.1f}"
-            subject.figures["checks"] = f"{check_rate(index, fingerprints, args.checks, rng):,.0f}" if args.checks else "-"
+            subject.figures["checks"] = (
+                f"{check_rate(index, fingerprints, args.checks, rng):,.0f}" if args.checks else "-"
+            )
             if subject.name == "redis":
-                subject.figures["disk"] = f"{(redis_memory(index.url) - memory_before[index.url]) / len(index):.0f} (RAM)"
+                subject.figures["disk"] = (
+                    f"{(redis_memory(index.url) - memory_before[index.url]) / len(index):.0f} (RAM)"
+                )
             else:
                 subject.figures["disk"] = f"{disk_bytes(subject.name, index, path) / len(index):.0f}"
             subject.figures["rss"] = f"{rss[subject.name]:.0f}"
@@ -241,18 +269,45 @@ def main() -> None:
         ratio = "-"
         if peer_subject:
             ratio = f"{f['random'] / peer_subject.figures['random']:.1f}x / {f['planted'] / peer_subject.figures['planted']:.1f}x"
-        rows.append([s.name, f["load"], f"{f['random']:,.0f}", f"{f['planted']:,.0f}", ratio, f.get("checks", "-"),
-                     f["candidates"], f.get("disk", "-"), f["rss"]])
-    result = table(["index", "bulk load (add_many)", "queries/s random", "queries/s planted", "vs peer (random / planted)",
-                    "check_and_add/s", "candidates/query", "bytes on disk/page", "peak RSS MB"], rows)
+        rows.append(
+            [
+                s.name,
+                f["load"],
+                f"{f['random']:,.0f}",
+                f"{f['planted']:,.0f}",
+                ratio,
+                f.get("checks", "-"),
+                f["candidates"],
+                f.get("disk", "-"),
+                f["rss"],
+            ]
+        )
+    result = table(
+        [
+            "index",
+            "bulk load (add_many)",
+            "queries/s random",
+            "queries/s planted",
+            "vs peer (random / planted)",
+            "check_and_add/s",
+            "candidates/query",
+            "bytes on disk/page",
+            "peak RSS MB",
+        ],
+        rows,
+    )
     verdicts = verdict_lines(subjects, peer_subject)
     theory = 4 * args.n / 65536
     halves = 66 * args.n / 2**32
-    print("\n" + result + "\n\n" + f"candidates/query in theory: half lookups 66N/2^32 = {halves:.3f} "
-          f"(16-bit block buckets: 4N/65536 = {theory:.1f})\n" + "\n".join(verdicts))
+    print(
+        "\n" + result + "\n\n" + f"candidates/query in theory: half lookups 66N/2^32 = {halves:.3f} "
+        f"(16-bit block buckets: 4N/65536 = {theory:.1f})\n" + "\n".join(verdicts)
+    )
     if not args.no_write:
         default_batch = args.batch_size == DEFAULT_BATCH_SIZE
-        write_section("index_speed" if default_batch else f"index_speed_batch_{args.batch_size}", f"""
+        write_section(
+            "index_speed" if default_batch else f"index_speed_batch_{args.batch_size}",
+            f"""
 ## Index speed{"" if default_batch else f" (add_many batch_size={args.batch_size:,})"}
 
 `{command()}` — {stamp()}; {machine()}.
@@ -269,13 +324,14 @@ in ten a near-duplicate. Candidates/query: rows a random query reads: the SQL ba
 lookups (each 32-bit half of the fingerprint equal to the query's or one bit off, 33 values a half;
 theory 66N/2^32 = {halves:.3f}), Redis's 16-bit block sets within the popcount range and the peer's
 16-bit block buckets (4N/65536 = {theory:.1f}). Peak RSS: of the whole benchmark process after each phase, in
-this order: {", ".join(backends)}{", peer" if peer_subject else ""} (it only grows: {rss['data']:.0f} MB
+this order: {", ".join(backends)}{", peer" if peer_subject else ""} (it only grows: {rss["data"]:.0f} MB
 before the first, the fingerprints alone).
 
 {result}
 
 {chr(10).join("- " + v for v in verdicts)}
-""")
+""",
+        )
         print("\nwrote docs/benchmarks.md")
 
 
@@ -285,13 +341,19 @@ def verdict_lines(subjects: list[Subject], peer: Subject | None) -> list[str]:
     sqlite = by_name.get("sqlite")
     if sqlite is not None:
         rate = float(sqlite.figures["load"].split("/")[0].replace(",", ""))
-        lines.append(f"SQLite bulk load {rate:,.0f}/s (target >= {TARGET_LOAD_SQLITE:,}/s): {'met' if rate >= TARGET_LOAD_SQLITE else 'MISSED'}")
+        lines.append(
+            f"SQLite bulk load {rate:,.0f}/s (target >= {TARGET_LOAD_SQLITE:,}/s): {'met' if rate >= TARGET_LOAD_SQLITE else 'MISSED'}"
+        )
         if peer is not None:
             ratio = sqlite.figures["random"] / peer.figures["random"]
-            lines.append(f"SQLite queries/s {ratio:.1f}x {PEER}'s (target >= {TARGET_QUERY_RATIO:.0f}x): {'met' if ratio >= TARGET_QUERY_RATIO else 'MISSED'}")
+            lines.append(
+                f"SQLite queries/s {ratio:.1f}x {PEER}'s (target >= {TARGET_QUERY_RATIO:.0f}x): {'met' if ratio >= TARGET_QUERY_RATIO else 'MISSED'}"
+            )
         if sqlite.figures.get("checks", "-") != "-":
             checks = float(sqlite.figures["checks"].replace(",", ""))
-            lines.append(f"SQLite check_and_add {checks:,.0f}/s (target >= {TARGET_CHECKS_SQLITE:,}/s): {'met' if checks >= TARGET_CHECKS_SQLITE else 'MISSED'}")
+            lines.append(
+                f"SQLite check_and_add {checks:,.0f}/s (target >= {TARGET_CHECKS_SQLITE:,}/s): {'met' if checks >= TARGET_CHECKS_SQLITE else 'MISSED'}"
+            )
     return lines
 
 

@@ -31,14 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import REPO, machine, peak_rss_mb, stamp  # noqa: E402
-from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema  # noqa: E402
-from benchmarks.scale_doc import write_doc  # noqa: E402
-from benchmarks.scale_plot import plot  # noqa: E402
-from benchmarks.scale_runs import Case, load_case, measure  # noqa: E402
-from benchmarks.scale_skew import eval_skew, skew_data, skew_test  # noqa: E402
-from benchmarks.scale_tables import checks_line, eval_lines, results_table, skew_table, storage_table, verdicts  # noqa: E402
-from simhash_index import SimhashIndex  # noqa: E402
+from benchmarks._common import REPO, machine, peak_rss_mb, stamp
+from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema
+from benchmarks.scale_doc import write_doc
+from benchmarks.scale_plot import plot
+from benchmarks.scale_runs import Case, load_case, measure
+from benchmarks.scale_skew import eval_skew, skew_data, skew_test
+from benchmarks.scale_tables import checks_line, eval_lines, results_table, skew_table, storage_table, verdicts
+from simhash_index import SimhashIndex
 
 TEN_MILLION = 10_000_000
 
@@ -46,25 +46,39 @@ TEN_MILLION = 10_000_000
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default="10000,100000,1000000", help="comma-separated sizes N")
-    parser.add_argument("--with-10m", action="store_true", help="add N = 10,000,000 on SQLite (minutes, and GBs of disk)")
+    parser.add_argument(
+        "--with-10m", action="store_true", help="add N = 10,000,000 on SQLite (minutes, and GBs of disk)"
+    )
     parser.add_argument("--postgres-10m", action="store_true", help="add N = 10,000,000 on PostgreSQL too")
     parser.add_argument("--backends", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
     parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
-    parser.add_argument("--queries", type=int, default=1000, help="random queries per round (and a quarter as many planted)")
+    parser.add_argument(
+        "--queries", type=int, default=1000, help="random queries per round (and a quarter as many planted)"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved query rounds")
     parser.add_argument("--checks", type=int, default=1000, help="check_and_add calls per index")
     parser.add_argument("--check-rounds", type=int, default=4, help="interleaved rounds the checks are split into")
-    parser.add_argument("--candidate-queries", type=int, default=5000, help="random queries whose rows read are counted")
-    parser.add_argument("--explain-queries", type=int, default=200, help="random queries whose table rows fetched are counted")
+    parser.add_argument(
+        "--candidate-queries", type=int, default=5000, help="random queries whose rows read are counted"
+    )
+    parser.add_argument(
+        "--explain-queries", type=int, default=200, help="random queries whose table rows fetched are counted"
+    )
     parser.add_argument("--batch-size", type=int, default=100_000, help="insertion_session batch_size")
-    parser.add_argument("--eval-dir", type=Path, default=REPO.parent / "shared" / "eval", help="the eval corpus (skipped if absent)")
+    parser.add_argument(
+        "--eval-dir", type=Path, default=REPO.parent / "shared" / "eval", help="the eval corpus (skipped if absent)"
+    )
     parser.add_argument("--skew-n", type=int, default=1_000_000, help="uniform pages in the synthetic skew test")
     parser.add_argument("--skew-bucket", type=int, default=100_000, help="pages sharing one block0 value (bits 0-15)")
     parser.add_argument("--half-bucket", type=int, default=10_000, help="pages sharing one low half (bits 0-31)")
-    parser.add_argument("--straddle-bucket", type=int, default=100_000, help="pages sharing block1 + block2 (bits 16-47)")
+    parser.add_argument(
+        "--straddle-bucket", type=int, default=100_000, help="pages sharing block1 + block2 (bits 16-47)"
+    )
     parser.add_argument("--no-skew", action="store_true", help="skip the synthetic skew test")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/scale.md and docs/scale.png alone")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print only; leave docs/scale.md and docs/scale.png alone"
+    )
     args = parser.parse_args()
     try:
         args.sizes = sorted({int(n.replace("_", "")) for n in args.n.split(",") if n.strip()})
@@ -75,7 +89,9 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"--backends takes sqlite and/or postgres; got {','.join(args.backends)!r}")
     counts = (args.queries, args.rounds, args.checks, args.check_rounds, args.candidate_queries, args.explain_queries)
     if not args.sizes or min(args.sizes) < 1 or min(counts) < 1:
-        parser.error("--n, --queries, --rounds, --checks, --check-rounds, --candidate-queries and --explain-queries must be positive")
+        parser.error(
+            "--n, --queries, --rounds, --checks, --check-rounds, --candidate-queries and --explain-queries must be positive"
+        )
     if min(args.skew_n, args.skew_bucket, args.half_bucket, args.straddle_bucket) < 0:
         parser.error("--skew-n, --skew-bucket, --half-bucket and --straddle-bucket must not be negative")
     return args
@@ -99,12 +115,17 @@ def load_cases(args: argparse.Namespace, stack: ExitStack, workdir: Path) -> lis
         url = f"sqlite:///{path}" if path else stack.enter_context(postgres_schema(args.postgres_url))
         seed = args.seed + n
         with ProcessPoolExecutor(1, mp_context=spawn) as pool:
-            loaded = pool.submit(load_case, backend, url, str(path) if path else None, n, seed, args.batch_size).result()
+            loaded = pool.submit(
+                load_case, backend, url, str(path) if path else None, n, seed, args.batch_size
+            ).result()
         case = Case(backend, n, seed, url, loaded, SimhashIndex(url))
         stack.callback(case.index.close)
         cases.append(case)
-        print(f"{case.name}: {n / loaded['seconds']:,.0f} fingerprints/s ({loaded['seconds']:.1f} s), "
-              f"{loaded['disk'] / n:.0f} bytes/page, peak RSS {loaded['rss']:.0f} MB", flush=True)
+        print(
+            f"{case.name}: {n / loaded['seconds']:,.0f} fingerprints/s ({loaded['seconds']:.1f} s), "
+            f"{loaded['disk'] / n:.0f} bytes/page, peak RSS {loaded['rss']:.0f} MB",
+            flush=True,
+        )
     return cases
 
 
@@ -114,7 +135,11 @@ def skew_tests(args: argparse.Namespace, stack: ExitStack, workdir: Path) -> lis
     stored, groups = skew_data(args)
     results = []
     for backend in args.backends:
-        url = f"sqlite:///{workdir / 'skew.db'}" if backend == "sqlite" else stack.enter_context(postgres_schema(args.postgres_url))
+        url = (
+            f"sqlite:///{workdir / 'skew.db'}"
+            if backend == "sqlite"
+            else stack.enter_context(postgres_schema(args.postgres_url))
+        )
         results += skew_test(backend, url, stored, groups, args.batch_size)
     return results
 
@@ -131,14 +156,26 @@ def main() -> None:
             print(f"eval corpus: skipped, {args.eval_dir / 'extracted_text.jsonl.gz'} not found", flush=True)
         skew = skew_tests(args, stack, workdir)
     load_after, parent_rss = machine(), peak_rss_mb()
-    print("\n" + results_table(cases) + "\n\n" + checks_line(cases) + "\n\n" + "\n".join(verdicts(cases))
-          + "\n\n" + storage_table(cases)
-          + "\n\n" + eval_lines(evaluated, args.eval_dir))
+    print(
+        "\n"
+        + results_table(cases)
+        + "\n\n"
+        + checks_line(cases)
+        + "\n\n"
+        + "\n".join(verdicts(cases))
+        + "\n\n"
+        + storage_table(cases)
+        + "\n\n"
+        + eval_lines(evaluated, args.eval_dir)
+    )
     if skew:
         print("\n" + skew_table(skew))
     incomplete = [r["label"] for r in skew if r["complete"] < r["queries"] or r["agree"] < r["queries"]]
     if incomplete or (evaluated and evaluated["agree"] < evaluated["stored"]):
-        print("\nWARNING: answers or row counts differ from brute force in: " + "; ".join(incomplete or ["the eval corpus"]))
+        print(
+            "\nWARNING: answers or row counts differ from brute force in: "
+            + "; ".join(incomplete or ["the eval corpus"])
+        )
     if args.no_write:
         return
     plot(cases, REPO / "docs" / "scale.png")

@@ -33,10 +33,19 @@ says how large such crowds are in real pages."""
 
 
 def method(args: argparse.Namespace, cases: list[Case], parent_rss: float) -> str:
-    prefix_only = [f"{c.n:,}" for c in ordered(cases) if c.backend == "postgres" and c.figures["fetched"] > 2 * c.figures["halves"] + 1]
-    planner = "" if not prefix_only else (
-        f" At N = {', '.join(prefix_only)}, PostgreSQL fetched more than twice the rows the lookups returned: "
-        "its plan read table rows that a filter or recheck then dropped.")
+    prefix_only = [
+        f"{c.n:,}"
+        for c in ordered(cases)
+        if c.backend == "postgres" and c.figures["fetched"] > 2 * c.figures["halves"] + 1
+    ]
+    planner = (
+        ""
+        if not prefix_only
+        else (
+            f" At N = {', '.join(prefix_only)}, PostgreSQL fetched more than twice the rows the lookups returned: "
+            "its plan read table rows that a filter or recheck then dropped."
+        )
+    )
     return f"""N random 64-bit fingerprints (keys like `{page_key(0)}`, no text hash, no sketch) are bulk-loaded
 with `index.insertion_session(batch_size={args.batch_size:,})`, each (backend, N) in a fresh process whose
 peak RSS (`getrusage` maxrss) is that load's alone; PostgreSQL's own memory is not in it. SQLite lives in a
@@ -77,10 +86,12 @@ def synthetic(args: argparse.Namespace, skew: list[dict]) -> str:
     if not skew:
         return "Skipped (--no-skew)."
     block, half, straddle = crowds(args)
-    expected = (f"From the crowd alone a query should read about 17/65,536 x {block.pages:,} = {17 * block.pages / 65536:.0f} "
-                f"rows in the block0 crowd, all {half.pages:,} in the low-half crowd, and 34/65,536 x {straddle.pages:,} = "
-                f"{34 * straddle.pages / 65536:.0f} in the bits 16-47 crowd (plus its 9 planted neighbours, and 66/2^32 of "
-                "the rest).")
+    expected = (
+        f"From the crowd alone a query should read about 17/65,536 x {block.pages:,} = {17 * block.pages / 65536:.0f} "
+        f"rows in the block0 crowd, all {half.pages:,} in the low-half crowd, and 34/65,536 x {straddle.pages:,} = "
+        f"{34 * straddle.pages / 65536:.0f} in the bits 16-47 crowd (plus its 9 planted neighbours, and 66/2^32 of "
+        "the rest)."
+    )
     return (
         f"{args.skew_n:,} uniform pages, plus {block.pages:,} pages {block.label}, {half.pages:,} {half.label} and "
         f"{straddle.pages:,} {straddle.label}, random elsewhere, loaded into each backend (PostgreSQL: then VACUUM "
@@ -93,8 +104,14 @@ def synthetic(args: argparse.Namespace, skew: list[dict]) -> str:
     )
 
 
-def write_doc(args: argparse.Namespace, cases: list[Case], evaluated: dict | None, skew: list[dict],
-              when: tuple[str, str, str], parent_rss: float) -> None:
+def write_doc(
+    args: argparse.Namespace,
+    cases: list[Case],
+    evaluated: dict | None,
+    skew: list[dict],
+    when: tuple[str, str, str],
+    parent_rss: float,
+) -> None:
     began, load_before, load_after = when
     text = f"""# Scale
 

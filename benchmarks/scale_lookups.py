@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+from simhash_index.sql import CANDIDATES, MASK64, fetch, lookup, probe_values
 
 from simhash_index import SimhashIndex
-from simhash_index.sql import CANDIDATES, MASK64, fetch, lookup, probe_values
 
 BLOCK_VALUES = 1 << 16
 HALF_NAMES = ("low", "high")  # bits 0-31 (block0 + block1), bits 32-63 (block2 + block3)
@@ -56,7 +56,8 @@ def examined(index: SimhashIndex, q: int) -> int | None:
             plan = [row[-1] for row in fetch(conn, "EXPLAIN QUERY PLAN " + statement, params)]
             searches = [line for line in plan if line.startswith("SEARCH")]
             exact = sorted(searches) == [
-                f"SEARCH simhash_documents USING INDEX ix_simhash_documents_{half}_half (<expr>=?)" for half in ("high", "low")
+                f"SEARCH simhash_documents USING INDEX ix_simhash_documents_{half}_half (<expr>=?)"
+                for half in ("high", "low")
             ]
             return len(fetch(conn, statement, params)) if exact else None
         plan = fetch(conn, "EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)[0][0]

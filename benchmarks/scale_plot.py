@@ -11,11 +11,15 @@ from benchmarks.scale_runs import Case
 from benchmarks.scale_tables import TARGET_BYTES, TARGET_LOAD
 
 PANELS = [
-    ("queries/s (solid: random, dashed: planted,\ndotted: PostgreSQL's bare SELECT 1 round trip)",
-     [("random", "-o"), ("planted", "--s"), ("round_trip", ":^")]),
+    (
+        "queries/s (solid: random, dashed: planted,\ndotted: PostgreSQL's bare SELECT 1 round trip)",
+        [("random", "-o"), ("planted", "--s"), ("round_trip", ":^")],
+    ),
     ("check_and_add/s (a commit each)", [("checks", "-o")]),
-    ("rows per random query: half lookups (solid),\nblock table (dashed), DB fetched (dotted)",
-     [("halves", "-o"), ("block_table", "--s"), ("fetched", ":^")]),
+    (
+        "rows per random query: half lookups (solid),\nblock table (dashed), DB fetched (dotted)",
+        [("halves", "-o"), ("block_table", "--s"), ("fetched", ":^")],
+    ),
     ("bytes on disk per page", [("bytes", "-o")]),
     ("bulk load, fingerprints/s", [("load", "-o")]),
     ("peak RSS of the loading process, MB", [("rss", "-o")]),

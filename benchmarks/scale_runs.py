@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from simhash_index.sql import fetch
 
 from benchmarks._common import Timer, flip, median, page_key, peak_rss_mb
 from benchmarks._stores import disk_bytes, storage_parts, vacuum
 from benchmarks.scale_lookups import BlockCounts, examined, lookup_rows
 from simhash_index import SimhashIndex
 from simhash_index.index import Fingerprint
-from simhash_index.sql import fetch
 
 SAMPLE = 5_000  # stored fingerprints a load hands back, for planted queries and near-duplicate checks
 
@@ -31,9 +31,22 @@ def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
         yield lambda done, description=None: None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task(description, total=total)
 
@@ -43,8 +56,9 @@ def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
         yield update
 
 
-def bulk_load(index: SimhashIndex, label: str, items: Iterable[tuple[str, Fingerprint]], total: int,
-              batch_size: int) -> tuple[float, float]:
+def bulk_load(
+    index: SimhashIndex, label: str, items: Iterable[tuple[str, Fingerprint]], total: int, batch_size: int
+) -> tuple[float, float]:
     """Seconds to store the items with an insertion session, and of them the seconds building its indexes."""
     with progress(label, total) as update, Timer() as timer:
         with index.insertion_session(batch_size=batch_size, on_batch=update) as session:
@@ -87,8 +101,16 @@ def load_case(backend: str, url: str, path: str | None, n: int, seed: int, batch
         parts = storage_parts(backend, index, Path(path) if path else None)
     finally:
         index.close()
-    return {"seconds": seconds, "building": building, "vacuum": vacuumed.seconds, "disk": size, "parts": parts,
-            "sample": sample, "rss": peak_rss_mb(), "start_rss": start_rss}
+    return {
+        "seconds": seconds,
+        "building": building,
+        "vacuum": vacuumed.seconds,
+        "disk": size,
+        "parts": parts,
+        "sample": sample,
+        "rss": peak_rss_mb(),
+        "start_rss": start_rss,
+    }
 
 
 @dataclass
@@ -101,7 +123,9 @@ class Case:
     url: str
     loaded: dict
     index: SimhashIndex
-    seconds: dict[str, list[float]] = field(default_factory=lambda: {"random": [], "planted": [], "checks": [], "round_trip": []})
+    seconds: dict[str, list[float]] = field(
+        default_factory=lambda: {"random": [], "planted": [], "checks": [], "round_trip": []}
+    )
     figures: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -124,7 +148,8 @@ def count_reads(case: Case, queries: list[int], explained: int) -> None:
     fetched = [examined(case.index, q) for q in queries[:explained]]
     block_table = BlockCounts(uniform(case.n, case.seed)).reads(queries)  # the load is regenerated from its seed
     case.figures.update(
-        halves=sum(returned) / len(returned), block_table=float(np.mean(block_table)),
+        halves=sum(returned) / len(returned),
+        block_table=float(np.mean(block_table)),
         fetched=-1.0 if None in fetched else sum(fetched) / len(fetched),
     )
 
@@ -132,7 +157,9 @@ def count_reads(case: Case, queries: list[int], explained: int) -> None:
 def time_queries(cases: list[Case], args: argparse.Namespace, rng: random.Random) -> None:
     """query() on random and planted fingerprints, every index in each round: medians of seconds per query."""
     random_queries = [rng.getrandbits(64) for _ in range(args.queries)]
-    planted = {c.name: [flip(rng.choice(c.loaded["sample"]), rng) for _ in range(max(1, args.queries // 4))] for c in cases}
+    planted = {
+        c.name: [flip(rng.choice(c.loaded["sample"]), rng) for _ in range(max(1, args.queries // 4))] for c in cases
+    }
     order = list(cases)
     for round_ in range(args.rounds):
         rng.shuffle(order)
@@ -144,8 +171,11 @@ def time_queries(cases: list[Case], args: argparse.Namespace, rng: random.Random
                 case.seconds[kind].append(timer.seconds / len(queries))
             if case.backend == "postgres":
                 case.seconds["round_trip"].append(round_trip(case.index, len(random_queries)))
-        print(f"queries, round {round_ + 1}/{args.rounds}: " + ", ".join(
-            f"{c.name} {1 / c.seconds['random'][-1]:,.0f}/s" for c in cases), flush=True)
+        print(
+            f"queries, round {round_ + 1}/{args.rounds}: "
+            + ", ".join(f"{c.name} {1 / c.seconds['random'][-1]:,.0f}/s" for c in cases),
+            flush=True,
+        )
     for case in cases:
         case.figures.update(random=1 / median(case.seconds["random"]), planted=1 / median(case.seconds["planted"]))
         if case.seconds["round_trip"]:
@@ -170,13 +200,18 @@ def time_checks(cases: list[Case], args: argparse.Namespace, rng: random.Random)
         rng.shuffle(order)
         for case in order:
             items = [(f"https://example.com/new/{round_}/{i}.html", i % 10 == 0) for i in range(per_round)]
-            items = [(key, flip(rng.choice(case.loaded["sample"]), rng) if near else rng.getrandbits(64), near)
-                     for key, near in items]
+            items = [
+                (key, flip(rng.choice(case.loaded["sample"]), rng) if near else rng.getrandbits(64), near)
+                for key, near in items
+            ]
             with Timer() as timer:
                 for key, fp, near in items:
                     caught[case.name, near] += case.index.check_and_add(key, fp) is not None
             case.seconds["checks"].append(timer.seconds / per_round)
     planted_near = args.check_rounds * sum(1 for i in range(per_round) if i % 10 == 0)
     for case in cases:
-        case.figures.update(checks=1 / median(case.seconds["checks"]), caught=caught[case.name, True] / planted_near,
-                            false_drops=caught[case.name, False])
+        case.figures.update(
+            checks=1 / median(case.seconds["checks"]),
+            caught=caught[case.name, True] / planted_near,
+            false_drops=caught[case.name, False],
+        )

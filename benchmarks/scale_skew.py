@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from simhash_index.sql import MASK64
 
 from benchmarks._common import Timer, median
 from benchmarks._stores import vacuum
 from benchmarks.scale_lookups import Fingerprints, distance, examined, lookup_rows
 from benchmarks.scale_runs import bulk_load
 from simhash_index import Fingerprinter, SimhashIndex
-from simhash_index.sql import MASK64
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,10 @@ def skew_data(args: argparse.Namespace) -> tuple[Fingerprints, list[SkewQueries]
                 planted.append(flip_bits(q, rng.sample(range(64), d)))
                 planted.append(flip_bits(q, [rng.choice(inside), *rng.sample(outside, d - 1)]))
     stored = Fingerprints(np.concatenate([*groups, np.array(planted, dtype=np.uint64)]))
-    return stored, [SkewQueries(crowd, mine, [set(stored.within(q).tolist()) for q in mine],
-                                [stored.block_reads(q) for q in mine]) for crowd, mine in chosen]
+    return stored, [
+        SkewQueries(crowd, mine, [set(stored.within(q).tolist()) for q in mine], [stored.block_reads(q) for q in mine])
+        for crowd, mine in chosen
+    ]
 
 
 def skew_test(backend: str, url: str, stored: Fingerprints, groups: list[SkewQueries], batch_size: int) -> list[dict]:
@@ -113,14 +115,19 @@ def skew_test(backend: str, url: str, stored: Fingerprints, groups: list[SkewQue
                     found = {m.key for m in index.query(q)}
                 times.append(timer.seconds)
                 complete += found == {key(i) for i in truth} and len(truth) >= 9
-            results.append({
-                "label": f"{backend}: {group.crowd.queries} queries in {group.crowd.pages:,} pages {group.crowd.label}",
-                "queries": len(group.queries), "complete": complete, "ms": 1000 * median(times),
-                "read": [(len(r), sum(distance(fp, q) > 3 for fp in r)) for r, q in zip(rows, group.queries)],
-                "agree": sum(len(r) == stored.half_reads(q) for r, q in zip(rows, group.queries)),
-                "examined": [examined(index, q) for q in group.queries], "block_reads": group.block_reads,
-                "matches": [len(truth) for truth in group.truths],
-            })
+            results.append(
+                {
+                    "label": f"{backend}: {group.crowd.queries} queries in {group.crowd.pages:,} pages {group.crowd.label}",
+                    "queries": len(group.queries),
+                    "complete": complete,
+                    "ms": 1000 * median(times),
+                    "read": [(len(r), sum(distance(fp, q) > 3 for fp in r)) for r, q in zip(rows, group.queries)],
+                    "agree": sum(len(r) == stored.half_reads(q) for r, q in zip(rows, group.queries)),
+                    "examined": [examined(index, q) for q in group.queries],
+                    "block_reads": group.block_reads,
+                    "matches": [len(truth) for truth in group.truths],
+                }
+            )
     return results
 
 
@@ -145,9 +152,12 @@ def eval_skew(eval_dir: Path, batch_size: int) -> dict | None:
         rows = lookup_rows(index, fps)
     mine, all_pages = Fingerprints(np.array(fps, dtype=np.uint64)), Fingerprints(np.array(everything, dtype=np.uint64))
     return {  # each page itself left out: both half lookups return it, and all four of its blocks hold it
-        "pages": len(everything), "stored": len(stored),
-        "bucket": mine.block_counts.largest(), "bucket_all": all_pages.block_counts.largest(),
-        "half": mine.largest_half(), "half_all": all_pages.largest_half(),
+        "pages": len(everything),
+        "stored": len(stored),
+        "bucket": mine.block_counts.largest(),
+        "bucket_all": all_pages.block_counts.largest(),
+        "half": mine.largest_half(),
+        "half_all": all_pages.largest_half(),
         "read": [(len(r) - 2, sum(distance(fp, q) > 3 for fp in r)) for r, q in zip(rows, fps)],
         "agree": sum(len(r) == mine.half_reads(q) for r, q in zip(rows, fps)),
         "block_reads": [(r - 4, wasted) for r, wasted in map(mine.block_reads, fps)],

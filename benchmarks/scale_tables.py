@@ -25,20 +25,27 @@ def verdicts(cases: list[Case]) -> list[str]:
     lines = []
     loads = {c.n: c.n / c.loaded["seconds"] for c in ordered(cases) if c.backend == "sqlite"}
     if loads:
-        lines.append(f"SQLite bulk load >= {TARGET_LOAD:,}/s: {'met' if min(loads.values()) >= TARGET_LOAD else 'MISSED'} ("
-                     + ", ".join(f"{rate:,.0f}/s at {n:,}" for n, rate in loads.items()) + ")")
+        lines.append(
+            f"SQLite bulk load >= {TARGET_LOAD:,}/s: {'met' if min(loads.values()) >= TARGET_LOAD else 'MISSED'} ("
+            + ", ".join(f"{rate:,.0f}/s at {n:,}" for n, rate in loads.items())
+            + ")"
+        )
     big, small = by.get(("sqlite", 10_000_000)), by.get(("sqlite", 100_000))
     if big and small:
         keep = {k: big.figures[k] / small.figures[k] for k in ("random", "planted")}
-        lines.append(f"SQLite queries/s at 10M >= {TARGET_QUERY_KEEP:.0%} of the rate at 100k: "
-                     f"{'met' if min(keep.values()) >= TARGET_QUERY_KEEP else 'MISSED'} ("
-                     f"random {big.figures['random']:,.0f} vs {small.figures['random']:,.0f}/s = {keep['random']:.0%}; "
-                     f"planted {big.figures['planted']:,.0f} vs {small.figures['planted']:,.0f}/s = {keep['planted']:.0%})")
+        lines.append(
+            f"SQLite queries/s at 10M >= {TARGET_QUERY_KEEP:.0%} of the rate at 100k: "
+            f"{'met' if min(keep.values()) >= TARGET_QUERY_KEEP else 'MISSED'} ("
+            f"random {big.figures['random']:,.0f} vs {small.figures['random']:,.0f}/s = {keep['random']:.0%}; "
+            f"planted {big.figures['planted']:,.0f} vs {small.figures['planted']:,.0f}/s = {keep['planted']:.0%})"
+        )
     else:
         lines.append("SQLite queries/s at 10M vs 100k: not measured (run with --with-10m)")
     if big:
         per_page = big.loaded["disk"] / big.n
-        lines.append(f"SQLite bytes on disk per page at 10M < {TARGET_BYTES}: {'met' if per_page < TARGET_BYTES else 'MISSED'} ({per_page:.0f})")
+        lines.append(
+            f"SQLite bytes on disk per page at 10M < {TARGET_BYTES}: {'met' if per_page < TARGET_BYTES else 'MISSED'} ({per_page:.0f})"
+        )
     else:
         lines.append("SQLite bytes on disk per page at 10M: not measured (run with --with-10m)")
     ratios = []
@@ -46,22 +53,38 @@ def verdicts(cases: list[Case]) -> list[str]:
         lite = by.get(("sqlite", n))
         if backend == "postgres" and lite:
             floor = lite.figures["random"] / pg.figures["round_trip"]
-            ratios.append((n, lite.figures["random"] / pg.figures["random"], lite.figures["planted"] / pg.figures["planted"], floor))
+            ratios.append(
+                (
+                    n,
+                    lite.figures["random"] / pg.figures["random"],
+                    lite.figures["planted"] / pg.figures["planted"],
+                    floor,
+                )
+            )
     if ratios:
         worst = max(max(r, p) for _, r, p, _ in ratios)
-        lines.append(f"PostgreSQL within {TARGET_POSTGRES:.0f}x of SQLite per query: {'met' if worst <= TARGET_POSTGRES else 'MISSED'} ("
-                     + ", ".join(f"{r:.1f}x random / {p:.1f}x planted at {n:,}" for n, r, p, _ in ratios)
-                     + "; a bare `SELECT 1` round trip alone takes " + ", ".join(f"{f:.1f}x" for *_, f in ratios)
-                     + " of SQLite's random query)")
+        lines.append(
+            f"PostgreSQL within {TARGET_POSTGRES:.0f}x of SQLite per query: {'met' if worst <= TARGET_POSTGRES else 'MISSED'} ("
+            + ", ".join(f"{r:.1f}x random / {p:.1f}x planted at {n:,}" for n, r, p, _ in ratios)
+            + "; a bare `SELECT 1` round trip alone takes "
+            + ", ".join(f"{f:.1f}x" for *_, f in ratios)
+            + " of SQLite's random query)"
+        )
     return lines
 
 
 def checks_line(cases: list[Case]) -> str:
     """How many planted near-duplicates check_and_add caught, and how many new random pages it dropped."""
     caught = {f"{c.figures['caught']:.0%}" for c in cases}
-    caught_text = f"all {caught.pop()}" if len(caught) == 1 else ", ".join(f"{c.name} {c.figures['caught']:.0%}" for c in ordered(cases))
-    return (f"Near-duplicate `check_and_add` calls answered with their stored page: {caught_text}; new random pages\n"
-            f"wrongly dropped: {sum(int(c.figures['false_drops']) for c in cases)}.")
+    caught_text = (
+        f"all {caught.pop()}"
+        if len(caught) == 1
+        else ", ".join(f"{c.name} {c.figures['caught']:.0%}" for c in ordered(cases))
+    )
+    return (
+        f"Near-duplicate `check_and_add` calls answered with their stored page: {caught_text}; new random pages\n"
+        f"wrongly dropped: {sum(int(c.figures['false_drops']) for c in cases)}."
+    )
 
 
 def results_table(cases: list[Case]) -> str:
@@ -69,17 +92,39 @@ def results_table(cases: list[Case]) -> str:
     for c in ordered(cases):
         f, loaded = c.figures, c.loaded
         vacuumed = f"; + {loaded['vacuum']:.1f} s vacuum" if c.backend == "postgres" else ""
-        rows.append([c.backend, f"{c.n:,}",
-                     f"{c.n / loaded['seconds']:,.0f} ({loaded['seconds']:.1f} s, {loaded['building']:.1f} s of it indexing{vacuumed})",
-                     f"{f['random']:,.0f}", f"{f['planted']:,.0f}", f"{f['round_trip']:,.0f}" if "round_trip" in f else "-",
-                     f"{f['checks']:,.0f}",
-                     f"{f['halves']:.4g} ({half_theory(c.n):.3g})", "-" if f["fetched"] < 0 else figure(f["fetched"]),
-                     f"{f['block_table']:.1f} ({block_theory(c.n):.1f})",
-                     f"{loaded['disk'] / c.n:.0f}", f"{loaded['rss']:.0f}"])
-    return table(["backend", "N", "bulk load/s", "queries/s random", "queries/s planted", "`SELECT 1`/s", "check_and_add/s",
-                  "rows read/query, half lookups (theory 66N/2^32)", "table rows the database fetched for them",
-                  "a 16-bit block table would read (4N/65536)",
-                  "bytes on disk/page", "peak RSS MB (load)"], rows)
+        rows.append(
+            [
+                c.backend,
+                f"{c.n:,}",
+                f"{c.n / loaded['seconds']:,.0f} ({loaded['seconds']:.1f} s, {loaded['building']:.1f} s of it indexing{vacuumed})",
+                f"{f['random']:,.0f}",
+                f"{f['planted']:,.0f}",
+                f"{f['round_trip']:,.0f}" if "round_trip" in f else "-",
+                f"{f['checks']:,.0f}",
+                f"{f['halves']:.4g} ({half_theory(c.n):.3g})",
+                "-" if f["fetched"] < 0 else figure(f["fetched"]),
+                f"{f['block_table']:.1f} ({block_theory(c.n):.1f})",
+                f"{loaded['disk'] / c.n:.0f}",
+                f"{loaded['rss']:.0f}",
+            ]
+        )
+    return table(
+        [
+            "backend",
+            "N",
+            "bulk load/s",
+            "queries/s random",
+            "queries/s planted",
+            "`SELECT 1`/s",
+            "check_and_add/s",
+            "rows read/query, half lookups (theory 66N/2^32)",
+            "table rows the database fetched for them",
+            "a 16-bit block table would read (4N/65536)",
+            "bytes on disk/page",
+            "peak RSS MB (load)",
+        ],
+        rows,
+    )
 
 
 def storage_table(cases: list[Case]) -> str:
@@ -133,8 +178,7 @@ def eval_lines(result: dict | None, eval_dir: Path) -> str:
         f"lookup that returns it; uniform theory: {half_theory(n - 1):.2g} rows for the half lookups, "
         f"{block_theory(n - 1):.2f} for a block table, computed in numpy from the fingerprints). The rows SQL "
         f"returned equal numpy's count of the pages with a half equal or one bit off for {result['agree']:,} "
-        f"of {n:,} queries.\n\n"
-        + table(["per query", "mean / max"], _read_rows(result))
+        f"of {n:,} queries.\n\n" + table(["per query", "mean / max"], _read_rows(result))
     )
 
 
@@ -144,9 +188,32 @@ def skew_table(results: list[dict]) -> str:
     for r in results:
         read, wasted = [c[0] for c in r["read"]], [c[1] for c in r["read"]]
         block, block_wasted = [c[0] for c in r["block_reads"]], [c[1] for c in r["block_reads"]]
-        rows.append([r["label"], spread(read), spread(wasted), "-" if None in r["examined"] else spread(r["examined"]),
-                     spread(block), spread(block_wasted), spread(r["matches"]), f"{r['ms']:.2f}",
-                     f"{r['complete']}/{r['queries']}", f"{r['agree']}/{r['queries']}"])
-    return table(["queries", "rows read, half lookups", "of them > 3 bits away", "table rows the database fetched",
-                  "rows a 16-bit block table would read", "of them > 3 bits away", "true matches", "ms/query, query()",
-                  "all true matches found", "SQL rows = numpy count"], rows)
+        rows.append(
+            [
+                r["label"],
+                spread(read),
+                spread(wasted),
+                "-" if None in r["examined"] else spread(r["examined"]),
+                spread(block),
+                spread(block_wasted),
+                spread(r["matches"]),
+                f"{r['ms']:.2f}",
+                f"{r['complete']}/{r['queries']}",
+                f"{r['agree']}/{r['queries']}",
+            ]
+        )
+    return table(
+        [
+            "queries",
+            "rows read, half lookups",
+            "of them > 3 bits away",
+            "table rows the database fetched",
+            "rows a 16-bit block table would read",
+            "of them > 3 bits away",
+            "true matches",
+            "ms/query, query()",
+            "all true matches found",
+            "SQL rows = numpy count",
+        ],
+        rows,
+    )

@@ -87,8 +87,12 @@ def load_corpus(directory: Path) -> Corpus:
     scorer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scorer)
     return Corpus(
-        [p["path"] for p in pages], [p["lang"] for p in pages], [texts.get(p["path"], "") for p in pages],
-        _jsonl(directory / "truth.jsonl"), _jsonl(directory / "truth_gray.jsonl"), scorer,
+        [p["path"] for p in pages],
+        [p["lang"] for p in pages],
+        [texts.get(p["path"], "") for p in pages],
+        _jsonl(directory / "truth.jsonl"),
+        _jsonl(directory / "truth_gray.jsonl"),
+        scorer,
     )
 
 
@@ -127,7 +131,9 @@ def fingerprint_pages(fingerprinter: Fingerprinter, texts: Sequence[str]) -> lis
             continue
         sketch = None
         if not signature.exact_only and fingerprinter.sketch_size and signature.text_hash is not None:
-            key = hash((signature.text_hash, fingerprinter.sketch_size, fingerprinter.normalization, fingerprinter.casefold))
+            key = hash(
+                (signature.text_hash, fingerprinter.sketch_size, fingerprinter.normalization, fingerprinter.casefold)
+            )
             if key not in _SKETCHES:
                 _SHINGLES[signature.text_hash] = frozenset(shingles(fingerprinter.normalize(text)))
                 _SKETCHES[key] = minhash(_SHINGLES[signature.text_hash], fingerprinter.sketch_size)
@@ -151,7 +157,10 @@ def text_keys(corpus: Corpus, pages: Sequence[Page], raw: bool) -> list[int | No
     """What makes two texts distinct: the normalised text (its hash), or with `raw` the text as extracted."""
     if not raw:
         return [page.text_hash for page in pages]
-    return [None if page.text_hash is None else xxhash.xxh64_intdigest(text.encode()) for page, text in zip(pages, corpus.texts)]
+    return [
+        None if page.text_hash is None else xxhash.xxh64_intdigest(text.encode())
+        for page, text in zip(pages, corpus.texts)
+    ]
 
 
 def selectivity(corpus: Corpus, pages: Sequence[Page], lang: str, distance: int, raw: bool = False) -> dict[str, float]:
@@ -174,9 +183,14 @@ def selectivity(corpus: Corpus, pages: Sequence[Page], lang: str, distance: int,
     reached = near & {frozenset(pair) for pair in close}
     total = n * (n - 1) / 2
     return {
-        "texts": n, "pairs": len(close), "collisions": len(colliding), "share": len(colliding) / total if total else 0.0,
-        "unrelated": unrelated, "unrelated_share": unrelated / total if total else 0.0,
-        "pair_share": len(close) / total if total else 0.0, "per_lookup": 2 * len(close) / n if n else 0.0,
+        "texts": n,
+        "pairs": len(close),
+        "collisions": len(colliding),
+        "share": len(colliding) / total if total else 0.0,
+        "unrelated": unrelated,
+        "unrelated_share": unrelated / total if total else 0.0,
+        "pair_share": len(close) / total if total else 0.0,
+        "per_lookup": 2 * len(close) / n if n else 0.0,
         "reach": len(reached) / len(near) if near else float("nan"),
     }
 
@@ -213,7 +227,12 @@ def dedup(pages: Sequence[Page], order: Iterable[int], distance: int, min_simila
 
 
 def _near_match(
-    pages: Sequence[Page], page: Page, stored: list[int], fingerprints: list[int], distance: int, min_similarity: float | None
+    pages: Sequence[Page],
+    page: Page,
+    stored: list[int],
+    fingerprints: list[int],
+    distance: int,
+    min_similarity: float | None,
 ) -> bool:
     if not stored or page.simhash is None:
         return False
@@ -243,7 +262,9 @@ def accuracy(
     corpus: Corpus, pages: Sequence[Page], distance: int, min_similarity: float | None, shuffles: int
 ) -> dict[str, dict[str, float]]:
     """Per language: the worst recall, strict precision and precision over the orders, and harmful drops."""
-    worst: dict[str, dict[str, float]] = {lang: {"recall": 1.0, "strict": 1.0, "precision": 1.0, "harmful": 0} for lang in LANGS}
+    worst: dict[str, dict[str, float]] = {
+        lang: {"recall": 1.0, "strict": 1.0, "precision": 1.0, "harmful": 0} for lang in LANGS
+    }
     all_paths = set(corpus.paths)
     for order in orders(len(pages), shuffles).values():
         kept = {corpus.paths[i] for i in dedup(pages, order, distance, min_similarity)}
@@ -264,10 +285,15 @@ def main() -> None:
     parser.add_argument("--config", action="append", help="'LABEL;key=value;...' Fingerprinter settings (repeatable)")
     parser.add_argument("--distance", type=int, default=3, help="Hamming distance of a lookup")
     parser.add_argument("--min-similarity", type=float, default=0.88, help="sketch estimate needed to drop")
-    parser.add_argument("--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order")
+    parser.add_argument(
+        "--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order"
+    )
     parser.add_argument("--no-accuracy", action="store_true", help="selectivity only: skip the simulated dedup")
-    parser.add_argument("--raw-texts", action="store_true",
-                        help="count texts as distinct as extracted, not once normalised (as issue 20's figures did)")
+    parser.add_argument(
+        "--raw-texts",
+        action="store_true",
+        help="count texts as distinct as extracted, not once normalised (as issue 20's figures did)",
+    )
     args = parser.parse_args()
     if not (args.eval / "truth.jsonl").is_file():
         sys.exit(f"--eval {args.eval}: no truth.jsonl there; point it at the evaluation corpus")
@@ -280,28 +306,68 @@ def main() -> None:
         pages = fingerprint_pages(fingerprinter, corpus.texts)
         for lang in LANGS:
             s = selectivity(corpus, pages, lang, args.distance, args.raw_texts)
-            select_rows.append([
-                label, lang, f"{s['texts']}", f"{s['pairs']}", f"{s['collisions']}", f"{s['share']:.1e}",
-                f"{s['unrelated']}", f"{s['unrelated_share']:.1e}",
-                f"{s['per_lookup']:.2f}", f"{s['pair_share'] * 1e6:,.0f}", f"{s['share'] * 1e6:,.0f}", f"{s['reach']:.3f}",
-            ])
+            select_rows.append(
+                [
+                    label,
+                    lang,
+                    f"{s['texts']}",
+                    f"{s['pairs']}",
+                    f"{s['collisions']}",
+                    f"{s['share']:.1e}",
+                    f"{s['unrelated']}",
+                    f"{s['unrelated_share']:.1e}",
+                    f"{s['per_lookup']:.2f}",
+                    f"{s['pair_share'] * 1e6:,.0f}",
+                    f"{s['share'] * 1e6:,.0f}",
+                    f"{s['reach']:.3f}",
+                ]
+            )
         if not args.no_accuracy:
             for verify, threshold in (("on", args.min_similarity), ("off", None)):
                 worst = accuracy(corpus, pages, args.distance, threshold, args.shuffles)
                 for lang in LANGS:
                     w = worst[lang]
-                    accuracy_rows.append([
-                        label, lang, verify, f"{w['strict']:.4f}", f"{w['precision']:.4f}", f"{w['recall']:.4f}", f"{w['harmful']:.0f}",
-                    ])
+                    accuracy_rows.append(
+                        [
+                            label,
+                            lang,
+                            verify,
+                            f"{w['strict']:.4f}",
+                            f"{w['precision']:.4f}",
+                            f"{w['recall']:.4f}",
+                            f"{w['harmful']:.0f}",
+                        ]
+                    )
         print(f"{label}: {fingerprinter.scheme}", file=sys.stderr, flush=True)
 
     print(f"\nSelectivity at distance {args.distance} (distinct texts):\n")
-    print(_table(["config", "lang", "texts", f"pairs <= {args.distance}", "collisions (< 0.8)", "collision share",
-                  f"unrelated (< {UNRELATED})", "unrelated share",
-                  "candidates/lookup", "candidates per 1M", "collisions per 1M", "reach of >= 0.9 pairs"], select_rows))
+    print(
+        _table(
+            [
+                "config",
+                "lang",
+                "texts",
+                f"pairs <= {args.distance}",
+                "collisions (< 0.8)",
+                "collision share",
+                f"unrelated (< {UNRELATED})",
+                "unrelated share",
+                "candidates/lookup",
+                "candidates per 1M",
+                "collisions per 1M",
+                "reach of >= 0.9 pairs",
+            ],
+            select_rows,
+        )
+    )
     if accuracy_rows:
         print(f"\nOffline dedup, worst of {2 + args.shuffles} orders (min_similarity {args.min_similarity}):\n")
-        print(_table(["config", "lang", "verification", "strict precision", "precision", "recall", "harmful (max)"], accuracy_rows))
+        print(
+            _table(
+                ["config", "lang", "verification", "strict precision", "precision", "recall", "harmful (max)"],
+                accuracy_rows,
+            )
+        )
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -53,7 +53,32 @@ _HOMES = {
     "Match": "index.records",
     "Policy": "index.records",
 }
-__all__ = sorted(_HOMES)
+__all__ = [
+    "Duplicate",
+    "ExtractOptions",
+    "Fingerprinter",
+    "Index",
+    "IndexNotFoundError",
+    "IndexUnavailableError",
+    "LayoutMismatchError",
+    "Match",
+    "MemoryIndex",
+    "NoFeaturesError",
+    "Policy",
+    "SchemaVersionError",
+    "SchemeMismatchError",
+    "Signature",
+    "SimhashIndex",
+    "SimhashIndexError",
+    "bit_similarity",
+    "extract_text",
+    "fingerprint",
+    "hamming",
+    "load_word_weights",
+    "open_index",
+    "simhash",
+    "simhash_sparse",
+]
 __version__ = "0.1.0"
 
 

@@ -114,7 +114,12 @@ class WorkerPool:
     """
 
     def __init__(
-        self, function: Callable[[Any, Any], Any], setup: Any = None, *, size: int | None = None, timeout: float | None = None
+        self,
+        function: Callable[[Any, Any], Any],
+        setup: Any = None,
+        *,
+        size: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         size = default_size() if size is None else size
         if not isinstance(size, int) or size < 1:

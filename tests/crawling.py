@@ -29,14 +29,31 @@ class CrawlResult:
 
 
 def crawl(
-    start_url: str, db_url: str, workdir: Path, *settings: str, cwd: Path = REPO, spider: str = "site", feed: bool = True
+    start_url: str,
+    db_url: str,
+    workdir: Path,
+    *settings: str,
+    cwd: Path = REPO,
+    spider: str = "site",
+    feed: bool = True,
 ) -> CrawlResult:
     """Crawl from start_url into db_url; kept items are read from the feed."""
     workdir.mkdir(parents=True, exist_ok=True)
     feed_path = workdir / f"kept-{len(list(workdir.glob('kept-*')))}.jsonl"
     log = feed_path.with_suffix(".log")
-    command = [sys.executable, "-m", "scrapy", "crawl", spider, "-s", f"LOG_FILE={log}",
-               "-s", f"SIMHASH_DATABASE_URL={db_url}", "-s", "ROBOTSTXT_OBEY=False"]
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        spider,
+        "-s",
+        f"LOG_FILE={log}",
+        "-s",
+        f"SIMHASH_DATABASE_URL={db_url}",
+        "-s",
+        "ROBOTSTXT_OBEY=False",
+    ]
     if feed:
         command += ["-O", str(feed_path)]
     if spider == "site":

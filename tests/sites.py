@@ -11,31 +11,187 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-WORDS = """
-river market winter policy garden engine signal harbor theory library village council budget
-station museum forest network climate report doctor teacher student season journey window
-system energy factory bridge capital history science culture program project method result
-evidence question answer problem solution design model process service product customer
-company industry economy region country nation citizen government election campaign debate
-minister official agency court judge lawyer witness police officer soldier army battle peace
-treaty border island ocean mountain valley desert weather storm flood drought harvest farmer
-crop soil water supply demand price wage worker union strike protest rally speech letter
-article journal editor author reader story novel poem painting music concert theatre film
-camera screen phone computer software hardware database server browser website search engine
-""".split()
+WORDS = [
+    "river",
+    "market",
+    "winter",
+    "policy",
+    "garden",
+    "engine",
+    "signal",
+    "harbor",
+    "theory",
+    "library",
+    "village",
+    "council",
+    "budget",
+    "station",
+    "museum",
+    "forest",
+    "network",
+    "climate",
+    "report",
+    "doctor",
+    "teacher",
+    "student",
+    "season",
+    "journey",
+    "window",
+    "system",
+    "energy",
+    "factory",
+    "bridge",
+    "capital",
+    "history",
+    "science",
+    "culture",
+    "program",
+    "project",
+    "method",
+    "result",
+    "evidence",
+    "question",
+    "answer",
+    "problem",
+    "solution",
+    "design",
+    "model",
+    "process",
+    "service",
+    "product",
+    "customer",
+    "company",
+    "industry",
+    "economy",
+    "region",
+    "country",
+    "nation",
+    "citizen",
+    "government",
+    "election",
+    "campaign",
+    "debate",
+    "minister",
+    "official",
+    "agency",
+    "court",
+    "judge",
+    "lawyer",
+    "witness",
+    "police",
+    "officer",
+    "soldier",
+    "army",
+    "battle",
+    "peace",
+    "treaty",
+    "border",
+    "island",
+    "ocean",
+    "mountain",
+    "valley",
+    "desert",
+    "weather",
+    "storm",
+    "flood",
+    "drought",
+    "harvest",
+    "farmer",
+    "crop",
+    "soil",
+    "water",
+    "supply",
+    "demand",
+    "price",
+    "wage",
+    "worker",
+    "union",
+    "strike",
+    "protest",
+    "rally",
+    "speech",
+    "letter",
+    "article",
+    "journal",
+    "editor",
+    "author",
+    "reader",
+    "story",
+    "novel",
+    "poem",
+    "painting",
+    "music",
+    "concert",
+    "theatre",
+    "film",
+    "camera",
+    "screen",
+    "phone",
+    "computer",
+    "software",
+    "hardware",
+    "database",
+    "server",
+    "browser",
+    "website",
+    "search",
+    "engine",
+]
 
-HAN_SUBJECTS = """
-城市交通部门 研究人员 地方政府 许多市民 学校老师 农民朋友 经济专家 图书馆员 建筑工人 医院医生
-气象专家 科技公司 社区志愿者 旅游部门 大学学生 环保组织 体育协会 音乐团体 工厂技术员 新闻记者
-""".split()
-HAN_VERBS = """
-正在研究 计划推出 公开讨论 积极支持 认真检查 重新设计 继续改进 开始建设 详细介绍 共同完成
-""".split()
-HAN_OBJECTS = """
-新的出行指南 先进的医疗设备 公园的改造方案 农村的灌溉系统 城市的公共交通 古老寺庙的修复工程
-全新的充电设施 河流的治理计划 学生的课外活动 老人的健康服务 工厂的节能改造 博物馆的展览内容
-图书馆的开放时间 水稻的收割进度 天气的预报系统 市场的价格监测 桥梁的安全评估 网络的安全防护
-""".split()
+HAN_SUBJECTS = [
+    "城市交通部门",
+    "研究人员",
+    "地方政府",
+    "许多市民",
+    "学校老师",
+    "农民朋友",
+    "经济专家",
+    "图书馆员",
+    "建筑工人",
+    "医院医生",
+    "气象专家",
+    "科技公司",
+    "社区志愿者",
+    "旅游部门",
+    "大学学生",
+    "环保组织",
+    "体育协会",
+    "音乐团体",
+    "工厂技术员",
+    "新闻记者",
+]
+HAN_VERBS = [
+    "正在研究",
+    "计划推出",
+    "公开讨论",
+    "积极支持",
+    "认真检查",
+    "重新设计",
+    "继续改进",
+    "开始建设",
+    "详细介绍",
+    "共同完成",
+]
+HAN_OBJECTS = [
+    "新的出行指南",
+    "先进的医疗设备",
+    "公园的改造方案",
+    "农村的灌溉系统",
+    "城市的公共交通",
+    "古老寺庙的修复工程",
+    "全新的充电设施",
+    "河流的治理计划",
+    "学生的课外活动",
+    "老人的健康服务",
+    "工厂的节能改造",
+    "博物馆的展览内容",
+    "图书馆的开放时间",
+    "水稻的收割进度",
+    "天气的预报系统",
+    "市场的价格监测",
+    "桥梁的安全评估",
+    "网络的安全防护",
+]
 
 
 def chinese_sentence(rng: random.Random) -> str:
@@ -113,7 +269,9 @@ def build_site(root: Path) -> dict:
         "zh/c-edited.html": page("城市新闻", zh_edited, lang="zh"),
         # the same story with a changed date, byline and related-links block
         "blog/f.html": page("Council vote", ["Published 3 May 2024 by Ann Lee."] + story + related(1)),
-        "blog/f-updated.html": page("Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen."] + story + related(2)),
+        "blog/f-updated.html": page(
+            "Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen."] + story + related(2)
+        ),
         # distinct articles
         "news/b.html": page("Budget debate", english_article(3)),
         "news/d.html": page("Forest policy", english_article(4)),
@@ -147,12 +305,12 @@ def build_site(root: Path) -> dict:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     delay = 0.0  # seconds before each response, so a crawl can be interrupted mid-way
 
-    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+    def do_GET(self) -> None:
         if self.delay:
             time.sleep(self.delay)
         super().do_GET()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -182,7 +340,9 @@ def build_cluster_site(root: Path, clusters: int = 12, members: int = 4, indexes
     paths: list[list[str]] = []
     pages: dict[str, str] = {}
     for c in range(clusters):
-        text = english_article(1000 + c, paragraphs=8, sentences=8)  # long enough that a one-word edit stays within 3 bits
+        text = english_article(
+            1000 + c, paragraphs=8, sentences=8
+        )  # long enough that a one-word edit stays within 3 bits
         cluster = []
         for m in range(members):
             body = edit_words(text, c * 100 + m, 1) if m % 2 else text

@@ -11,10 +11,13 @@ from scrapy.utils.test import get_crawler
 from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
-from simhash_index.scrapy.pipeline import OUTCOMES, SimhashDedupPipeline
+from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+from simhash_index.scrapy.stats import OUTCOMES
 
 ARTICLE = page("Report", english_article(21))
-README_SETTINGS = (REPO / "README.md").read_text().split("<!-- pipeline-settings:")[1].split("```python\n")[1].split("```")[0]
+README_SETTINGS = (
+    (REPO / "README.md").read_text().split("<!-- pipeline-settings:")[1].split("```python\n")[1].split("```")[0]
+)
 ZH_TEXT = "".join(english_article(1)[0].split()[:5]) + "城市交通部门今天发布了新的出行指南，市民可以在网上查询。" * 20
 
 

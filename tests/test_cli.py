@@ -50,7 +50,7 @@ DROPPED = [
 DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "exact", "seen_at")
 
 
-def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):  # noqa: ANN202
+def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):
     if fingerprint is None:
         return index.check_and_add(url, None, text_hash=SHORT_TEXT_HASH)
     return index.check_and_add(url, fingerprint)
@@ -70,7 +70,7 @@ def filled(db_url: str) -> tuple[str, dict[str, datetime]]:
     return db_url, seen
 
 
-def run(*args: str, env: dict[str, str] | None = None, input: str | bytes | None = None):  # noqa: ANN201, A002
+def run(*args: str, env: dict[str, str] | None = None, input: str | bytes | None = None):
     result = CliRunner().invoke(cli, list(args), env=env, input=input)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
@@ -118,7 +118,7 @@ def as_csv(columns: tuple[str, ...], rows: list[tuple]) -> str:
     return "\r\n".join([",".join(columns)] + [",".join(str(v) for v in row) for row in rows]) + "\r\n"
 
 
-def dropped_rows(seen: dict[str, datetime], keep=lambda row: True) -> list[tuple]:  # noqa: ANN001
+def dropped_rows(seen: dict[str, datetime], keep=lambda row: True) -> list[tuple]:
     return [(url, of, d, exact, seen[url]) for url, _, of, d, exact in DROPPED if keep((url, of, d, exact, seen[url]))]
 
 
@@ -148,10 +148,12 @@ def test_duplicates_filters(filled) -> None:
     def listed(*options: str) -> str:
         return ok("duplicates", "--db", db, "--format", "jsonl", *options)
 
-    def expect(keep) -> str:  # noqa: ANN001
+    def expect(keep) -> str:
         return expected_duplicates("jsonl", dropped_rows(seen, keep))
 
-    assert listed("--host", "example.com") == expect(lambda r: r[0].startswith(("https://example.com/", "https://www.example.com/")))
+    assert listed("--host", "example.com") == expect(
+        lambda r: r[0].startswith(("https://example.com/", "https://www.example.com/"))
+    )
     assert listed("--host", "WWW.Example.COM.") == expect(lambda r: r[0].startswith("https://www.example.com/"))
     assert listed("--host", "ample.com") == ""
     assert listed("--max-distance", "0") == expect(lambda r: r[2] == 0)
@@ -198,7 +200,11 @@ def test_stats(filled) -> None:
     expected_table = (
         summary
         + "\n"
-        + table(("distance", "duplicates", "histogram"), [(d, n, bars[d]) for d, n in distances.items()], ("distance", "duplicates"))
+        + table(
+            ("distance", "duplicates", "histogram"),
+            [(d, n, bars[d]) for d, n in distances.items()],
+            ("distance", "duplicates"),
+        )
         + "\n"
         + table(("host", "duplicates"), [(h, 1) for h in hosts], ("duplicates",))
     )
@@ -228,7 +234,9 @@ def test_clusters(filled, fmt: str) -> None:
         expected = as_json(objects) if fmt == "json" else as_jsonl(objects)
     elif fmt == "csv":
         rows = [
-            (url, len(members), m[0], m[3], str(m[4]).lower(), iso(seen[m[0]])) for url, members in clusters for m in members
+            (url, len(members), m[0], m[3], str(m[4]).lower(), iso(seen[m[0]]))
+            for url, members in clusters
+            for m in members
         ]
         expected = as_csv(("url", "count", "duplicate", "distance", "exact", "seen_at"), rows)
     else:
@@ -303,7 +311,10 @@ def test_fingerprint(files: Path) -> None:
     assert ok("fingerprint", "-", input=TEXT) == as_jsonl([dict(zip(columns, ("-", *rows[0][1:])))])
     result = run("fingerprint", str(files / "a.txt"), str(files / "empty.txt"))
     assert result.exit_code == 1
-    assert result.stderr == f"Error: {files / 'empty.txt'}: no words to fingerprint (empty, or only punctuation and stop words)\n"
+    assert (
+        result.stderr
+        == f"Error: {files / 'empty.txt'}: no words to fingerprint (empty, or only punctuation and stop words)\n"
+    )
 
 
 def test_compare_files(files: Path) -> None:
@@ -328,7 +339,9 @@ def test_compare_urls(filled) -> None:
 def test_query_by_text_and_html(db_url: str, files: Path) -> None:
     with SimhashIndex(db_url) as index:
         index.check_and_add("https://example.com/text", DEFAULT.signature(TEXT))
-    expected = as_jsonl([{"url": "https://example.com/text", "simhash": to_hex(DEFAULT.fingerprint(TEXT)), "distance": 0}])
+    expected = as_jsonl(
+        [{"url": "https://example.com/text", "simhash": to_hex(DEFAULT.fingerprint(TEXT)), "distance": 0}]
+    )
     assert ok("query", "--db", db_url, "--text", str(files / "b.txt")) == expected
     assert ok("query", "--db", db_url, "--html", str(files / "page.html")) == expected
     assert ok("query", "--db", db_url, "--html", "-", input=HTML) == expected
@@ -354,7 +367,10 @@ def write_corpus(path: Path, pages: list[dict]) -> str:
 
 def test_import(db_url: str, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
-    assert ok("import", "--db", db_url, corpus, "--dry-run") == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+    assert (
+        ok("import", "--db", db_url, corpus, "--dry-run")
+        == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+    )
     with pytest.raises(IndexNotFoundError):
         SimhashIndex(db_url, create=False)
     assert ok("import", "--db", db_url, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"
@@ -365,7 +381,10 @@ def test_import(db_url: str, tmp_path: Path) -> None:
             ("https://example.com/3", "https://example.com/1", True),
         ]
     # again: stored pages are never duplicates of themselves, dropped ones are dropped again
-    assert ok("import", "--db", db_url, corpus, "--dry-run") == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+    assert (
+        ok("import", "--db", db_url, corpus, "--dry-run")
+        == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+    )
 
 
 def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:
@@ -395,7 +414,11 @@ def test_import_from_stdin_and_bad_lines(sqlite_url: str, tmp_path: Path) -> Non
 
 
 def test_import_skips_urls_no_database_stores(db_url: str, tmp_path: Path) -> None:
-    lines = [CORPUS[0], {"url": "https://example.com/a\x00b", "text": TEXT}, {"url": "https://example.com/\ud800", "text": TEXT}]
+    lines = [
+        CORPUS[0],
+        {"url": "https://example.com/a\x00b", "text": TEXT},
+        {"url": "https://example.com/\ud800", "text": TEXT},
+    ]
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     result = run("import", "--db", db_url, str(corpus))
@@ -410,7 +433,7 @@ def test_import_skips_urls_no_database_stores(db_url: str, tmp_path: Path) -> No
 # -- errors -----------------------------------------------------------------------
 
 
-def assert_one_line_error(result, exit_code: int, *phrases: str) -> None:  # noqa: ANN001
+def assert_one_line_error(result, exit_code: int, *phrases: str) -> None:
     assert result.exit_code == exit_code, result.output
     assert result.stdout == ""
     assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
@@ -484,7 +507,7 @@ D = 0x5555AAAA5555AAAA
 HOSTILE_STORED = "https://example.com/[bold red]x[/bold red]"
 HOSTILE = [
     ("@SUM(1+1)", D ^ 1),
-    ("=HYPERLINK(\"http://evil.example/\",\"x\")", D ^ 2),
+    ('=HYPERLINK("http://evil.example/","x")', D ^ 2),
     ("https://example.com/\x1b[31mred\u202eevil\nline", D ^ 4),
 ]
 
@@ -505,7 +528,9 @@ def test_escaping(hostile: str) -> None:
 
     rows = list(csv.reader(io.StringIO(run("duplicates", "--db", hostile, "--format", "csv").stdout)))
     assert [row[0] for row in rows[1:]] == [
-        "'@SUM(1+1)", "'=HYPERLINK(\"http://evil.example/\",\"x\")", "https://example.com/\\x1b[31mred\\u202eevil\\nline"
+        "'@SUM(1+1)",
+        '\'=HYPERLINK("http://evil.example/","x")',
+        "https://example.com/\\x1b[31mred\\u202eevil\\nline",
     ]
     assert {row[1] for row in rows[1:]} == {HOSTILE_STORED}
 
@@ -569,7 +594,9 @@ def test_fingerprint_settings_of_the_database(sqlite_url: str, files: Path) -> N
     other_length = Fingerprinter(min_length=DEFAULT.min_length + 50)  # SIMHASH_MIN_TEXT_LENGTH: read back
     with SimhashIndex(sqlite_url, scheme=other_length.scheme) as index:
         index.check_and_add("https://example.com/text", other_length.signature(TEXT))
-    expected = as_jsonl([{"url": "https://example.com/text", "simhash": to_hex(other_length.fingerprint(TEXT)), "distance": 0}])
+    expected = as_jsonl(
+        [{"url": "https://example.com/text", "simhash": to_hex(other_length.fingerprint(TEXT)), "distance": 0}]
+    )
     assert ok("query", "--db", sqlite_url, "--text", str(files / "a.txt")) == expected
 
     bigrams = Fingerprinter(ngram=2)  # not reproducible from the command line

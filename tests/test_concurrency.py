@@ -20,11 +20,11 @@ MEMBERS = 4
 TIMEOUT_S = 120  # a guard against a hang, not a measurement
 
 
-
 @pytest.fixture
 def db_url(index_url: str) -> str:
     """This module's tests run on SQL in both layouts and on Redis (conftest's index_url)."""
     return index_url
+
 
 def make_groups(rng: random.Random) -> list[list[int]]:
     """GROUPS groups of MEMBERS fingerprints: within a group at most 2 bits apart, between groups at least 10."""

@@ -44,7 +44,9 @@ def _check_dedup(base: str, info: dict, result, db_url: str) -> None:
     # which drops are exact depends on which copy the crawl met first (the print view's title differs)
     assert result.stat("simhash/dropped_exact") == sum(d.exact for d in logged)
     for item in result.kept:
-        assert len(item["simhash"]) == 16 and set(item["simhash"]) <= set("0123456789abcdef") or item["url"].endswith("index.html")
+        assert (len(item["simhash"]) == 16 and set(item["simhash"]) <= set("0123456789abcdef")) or item["url"].endswith(
+            "index.html"
+        )
         assert item["text"] and item["title"]
 
 
@@ -64,7 +66,9 @@ def test_crawl_drops_near_duplicates_and_recrawl_keeps_decisions(site, db_url: s
 def test_crawl_breadth_first_keeps_one_per_cluster(site, sqlite_url: str, tmp_path: Path) -> None:
     base, info = site
     result = crawl(
-        f"{base}/index.html", sqlite_url, tmp_path / "bfs",
+        f"{base}/index.html",
+        sqlite_url,
+        tmp_path / "bfs",
         "DEPTH_PRIORITY=1",
         "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
         "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
@@ -92,8 +96,12 @@ def test_disabled_pipeline_keeps_everything(site, sqlite_url: str, tmp_path: Pat
 def test_the_start_page_is_crawled_once(tmp_path: Path, sqlite_url: str) -> None:
     root = tmp_path / "site"
     root.mkdir()
-    (root / "index.html").write_text(page("Home", english_article(31)).replace("<ul>", '<ul><li><a href="/a.html">a</a></li>'))
-    (root / "a.html").write_text(page("A", english_article(32)).replace("<ul>", '<ul><li><a href="/index.html">home</a></li>'))
+    (root / "index.html").write_text(
+        page("Home", english_article(31)).replace("<ul>", '<ul><li><a href="/a.html">a</a></li>')
+    )
+    (root / "a.html").write_text(
+        page("A", english_article(32)).replace("<ul>", '<ul><li><a href="/index.html">home</a></li>')
+    )
     with serve(root) as base:
         result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run")
     assert result.returncode == 0, result.log[-2000:]
@@ -107,7 +115,7 @@ def test_a_bad_setting_is_one_error_line_and_exit_status_1(tmp_path: Path, sqlit
     assert result.returncode == 1
     assert "Traceback" not in result.log and "Task exception was never retrieved" not in result.log
     errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
-    assert errors == [errors[0]] and "SIMHASH_MAX_DISTANCE must be 0 to 3; got 7" in errors[0]
+    assert errors == [errors[0]] and "SIMHASH_MAX_DISTANCE must be from 0 to 3; got 7" in errors[0]
 
 
 def test_a_missing_folder_is_created_and_an_unusable_index_exits_1(site, tmp_path: Path) -> None:

@@ -85,4 +85,4 @@ def test_python_blocks_run(
         runner.run(test, out=output.append)
         assert runner.failures == 0, "".join(output)
     else:
-        exec(compile(code, f"{document}:{line}", "exec"), {"__name__": "__docs__"})  # noqa: S102
+        exec(compile(code, f"{document}:{line}", "exec"), {"__name__": "__docs__"})

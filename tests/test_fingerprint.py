@@ -39,7 +39,12 @@ def test_stop_words_removed():
     assert STOPPED.features(text) == {"cat": 1.0, "dog": 1.0, "sat": 1.0, "mat": 1.0}
     assert PLAIN.features(text)["the"] == 2.0
     assert Fingerprinter(stopwords={"cat", "dog"}, tf_power=1.0).features(text) == {
-        "the": 2.0, "and": 1.0, "sat": 1.0, "on": 1.0, "a": 1.0, "mat": 1.0,
+        "the": 2.0,
+        "and": 1.0,
+        "sat": 1.0,
+        "on": 1.0,
+        "a": 1.0,
+        "mat": 1.0,
     }
 
 
@@ -125,9 +130,10 @@ def test_tfidf_languages():
     # "und" is the commonest German word and rare in English
     assert german.features("und")["und"] < english.features("und")["und"]
     assert Fingerprinter(weighting="tfidf", idf_languages=["en", "de"]).idf_languages == ("de", "en")
-    assert Fingerprinter(weighting="tfidf", idf_languages="en, de").scheme == Fingerprinter(
-        weighting="tfidf", idf_languages=("de", "en")
-    ).scheme
+    assert (
+        Fingerprinter(weighting="tfidf", idf_languages="en, de").scheme
+        == Fingerprinter(weighting="tfidf", idf_languages=("de", "en")).scheme
+    )
     with pytest.raises(ValueError, match="idf_languages: wordfreq has no 'small' table for 'xx'; use language codes"):
         Fingerprinter(weighting="tfidf", idf_languages="en,xx")
     Fingerprinter(idf_languages="xx")  # no TF-IDF: not read
@@ -137,7 +143,9 @@ def test_tfidf_languages():
 
 def test_ngram_features_are_word_pairs():
     assert Fingerprinter(ngram=2, stopwords=True).features("Alpha beta the gamma beta") == {
-        "alpha beta": 1.0, "beta gamma": 1.0, "gamma beta": 1.0,
+        "alpha beta": 1.0,
+        "beta gamma": 1.0,
+        "gamma beta": 1.0,
     }
 
 
@@ -236,9 +244,7 @@ def test_scheme_equal_for_equal_settings():
     assert Fingerprinter(stopwords=STOP_WORDS).scheme == Fingerprinter(stopwords=True).scheme
     assert Fingerprinter(stopwords=()).scheme == Fingerprinter(stopwords=False).scheme
     assert Fingerprinter(stopwords="English").scheme == Fingerprinter(stopwords=ENGLISH).scheme
-    assert (
-        Fingerprinter(idf={"a": 1.0, "b": 2.0}).scheme == Fingerprinter(idf={"b": 2.0, "a": 1.0}).scheme
-    )
+    assert Fingerprinter(idf={"a": 1.0, "b": 2.0}).scheme == Fingerprinter(idf={"b": 2.0, "a": 1.0}).scheme
 
 
 def test_scheme_equal_for_equal_numeric_weights():

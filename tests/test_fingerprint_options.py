@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from simhash_index import Fingerprinter, bit_similarity, hamming, load_word_weights
-from simhash_index.text.extract import ExtractOptions
 from simhash_index.fingerprinting.sketch import estimate_jaccard
+from simhash_index.text.extract import ExtractOptions
 from simhash_index.text.stopwords import CHINESE, ENGLISH
 
 DEFAULT = Fingerprinter()
@@ -31,7 +31,20 @@ def test_numbers_settings():
     keep = Fingerprinter(numbers="keep")
     assert keep.tokens(keep.normalize(text)) == ["release", "1.7.0", "v2.1", "3,000", "users", "e", "g", "2023"]
     split = Fingerprinter(numbers="split")
-    assert split.tokens(split.normalize(text)) == ["release", "1", "7", "0", "v2", "1", "3", "000", "users", "e", "g", "2023"]
+    assert split.tokens(split.normalize(text)) == [
+        "release",
+        "1",
+        "7",
+        "0",
+        "v2",
+        "1",
+        "3",
+        "000",
+        "users",
+        "e",
+        "g",
+        "2023",
+    ]
     drop = Fingerprinter(numbers="drop")
     assert drop.tokens(drop.normalize(text)) == ["release", "v2.1", "users", "e", "g"]
     # digits of other scripts count by shape too

@@ -25,20 +25,20 @@ from simhash_index import (
     SimhashIndex,
     hamming,
 )
+from simhash_index.fingerprinting.simhash import to_unsigned
+from simhash_index.fingerprinting.sketch import minhash
+from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.layouts import HALF_KEYS, half_probes
 from simhash_index.index.sql.statements import fetch
-from simhash_index.fingerprinting.simhash import to_unsigned
-from simhash_index.index.redis.backend import split_url
-from simhash_index.fingerprinting.sketch import minhash
 
 TOP = 1 << 63
-
 
 
 @pytest.fixture
 def db_url(index_url: str) -> str:
     """This module's tests run on SQL in both layouts and on Redis (conftest's index_url)."""
     return index_url
+
 
 def flip(value: int, positions) -> int:
     for p in positions:
@@ -191,7 +191,9 @@ def test_add_many_in_bulk(db_url):
             expected = {k for k, v in items if hamming(v, value) <= 3}
             assert {m.key for m in index.query(value)} == expected
         # the same keys again replace, in the same batch and across batches
-        assert index.add_many([("https://example.com/0", 7), ("https://example.com/0", 9)] + items[1:3], batch_size=2) == 4
+        assert (
+            index.add_many([("https://example.com/0", 7), ("https://example.com/0", 9)] + items[1:3], batch_size=2) == 4
+        )
         assert len(index) == 20_000
         assert index.get("https://example.com/0").fingerprint == 9
 
@@ -510,7 +512,9 @@ def test_query_equals_brute_force(db_url):
             empty(db_url)
             indexes[0].add_many((f"k{i}", v) for i, v in enumerate(stored))
             for max_distance, index in enumerate(indexes):
-                expected = {f"k{i}": hamming(v, query) for i, v in enumerate(stored) if hamming(v, query) <= max_distance}
+                expected = {
+                    f"k{i}": hamming(v, query) for i, v in enumerate(stored) if hamming(v, query) <= max_distance
+                }
                 matches = index.query(query)
                 assert {m.key: m.distance for m in matches} == expected
                 assert [m.distance for m in matches] == sorted(expected.values())
@@ -630,11 +634,18 @@ def test_numpy_integers_are_fingerprints_like_any_other(db_url):
     with SimhashIndex(db_url) as index:
         assert index.check_and_add("http://a.example/np", np.uint64(7)) is None
         assert index.check_and_add("http://a.example/top", top) is None
-        assert index.check_and_add("http://a.example/sig", Signature(np.uint64(0x00FF00FF00FF00FF), np.int64(99))) is None
-        assert index.get("http://a.example/np").fingerprint == 7 and type(index.get("http://a.example/np").fingerprint) is int
+        assert (
+            index.check_and_add("http://a.example/sig", Signature(np.uint64(0x00FF00FF00FF00FF), np.int64(99))) is None
+        )
+        assert (
+            index.get("http://a.example/np").fingerprint == 7
+            and type(index.get("http://a.example/np").fingerprint) is int
+        )
         assert [m.key for m in index.query(np.uint64(7 ^ 1))] == ["http://a.example/np"]
         assert index.check_and_add("http://a.example/top-copy", int(top) ^ 1).key == "http://a.example/top"
-        assert index.check_and_add("http://a.example/text", Signature(0x0F0F0F0F0F0F0F0F, 99)).exact  # the text hash from NumPy
+        assert index.check_and_add(
+            "http://a.example/text", Signature(0x0F0F0F0F0F0F0F0F, 99)
+        ).exact  # the text hash from NumPy
         index.add_many([("http://a.example/bulk", np.int64(0x3333333333333333))])
         assert index.get("http://a.example/bulk").fingerprint == 0x3333333333333333
 
@@ -645,7 +656,11 @@ def test_numpy_integers_are_fingerprints_like_any_other(db_url):
 )
 def test_fingerprints_that_are_not_integers_get_a_message(sqlite_url, value, message):
     with SimhashIndex(sqlite_url) as index:
-        for call in (lambda: index.check_and_add("k", value), lambda: index.query(value), lambda: index.add("k", value)):
+        for call in (
+            lambda: index.check_and_add("k", value),
+            lambda: index.query(value),
+            lambda: index.add("k", value),
+        ):
             with pytest.raises((TypeError, ValueError), match=message):
                 call()
         assert len(index) == 0

@@ -57,11 +57,17 @@ def test_a_worker_killed_mid_page_costs_that_page_only(tmp_path: Path, sqlite_ur
         paragraphs = english_article(500 + i, paragraphs=40, sentences=12) * 6
         (root / f"p{i}.html").write_text(page(f"Page {i}", paragraphs))
         paths.append(f"p{i}.html")
-    (root / "index.html").write_text("<html><body>" + "".join(f'<a href="/{p}">{p}</a> ' for p in paths) + "</body></html>")
+    (root / "index.html").write_text(
+        "<html><body>" + "".join(f'<a href="/{p}">{p}</a> ' for p in paths) + "</body></html>"
+    )
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
     with serve(root) as base:
         process = start_crawl(
-            f"{base}/index.html", sqlite_url, log, "SIMHASH_WORKERS=2", "CONCURRENT_REQUESTS=4",
+            f"{base}/index.html",
+            sqlite_url,
+            log,
+            "SIMHASH_WORKERS=2",
+            "CONCURRENT_REQUESTS=4",
             "FEEDS=" + json.dumps({str(feed): {"format": "jsonl"}}),
         )
         killed: set[int] = set()
@@ -94,8 +100,12 @@ def test_a_concurrent_crawl_accounts_for_every_page(tmp_path: Path, db_url: str)
     info = build_cluster_site(root, clusters=30, members=5, indexes=1)
     with serve(root) as base:
         result = crawl(
-            f"{base}/{info['indexes'][0]}", db_url, tmp_path / "run",
-            "CONCURRENT_REQUESTS=32", "SIMHASH_WORKERS=2", "SIMHASH_BATCH_SIZE=16",
+            f"{base}/{info['indexes'][0]}",
+            db_url,
+            tmp_path / "run",
+            "CONCURRENT_REQUESTS=32",
+            "SIMHASH_WORKERS=2",
+            "SIMHASH_BATCH_SIZE=16",
         )
     assert result.returncode == 0, result.log[-3000:]
     assert "Traceback" not in result.log

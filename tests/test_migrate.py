@@ -21,13 +21,13 @@ from sqlalchemy import (
 )
 
 from simhash_index import Match, SchemaVersionError, Signature, SimhashIndex
+from simhash_index.fingerprinting.fingerprinter import DEFAULT
+from simhash_index.fingerprinting.simhash import blocks, to_signed
+from simhash_index.index.records import key_hash
 from simhash_index.index.sql.layouts import Layout
 from simhash_index.index.sql.schema import SCHEMA_VERSION
 from simhash_index.index.sql.statements import fetch
-from simhash_index.fingerprinting.fingerprinter import DEFAULT
-from simhash_index.index.records import key_hash
 from simhash_index.index.sql.table_indexes import index_names
-from simhash_index.fingerprinting.simhash import blocks, to_signed
 
 V1 = MetaData()
 V1_META = Table("simhash_meta", V1, Column("name", Text, primary_key=True), Column("value", Text, nullable=False))
@@ -75,19 +75,45 @@ def write_version_1(url: str, *, without_indexes: bool = False) -> None:
         if without_indexes:
             for index in V1_DOCUMENTS.indexes:
                 index.drop(conn)
-        conn.execute(V1_META.insert(), [{"name": "schema_version", "value": "1"}, {"name": "scheme", "value": DEFAULT.scheme}])
+        conn.execute(
+            V1_META.insert(), [{"name": "schema_version", "value": "1"}, {"name": "scheme", "value": DEFAULT.scheme}]
+        )
         near = {f"block{i}": v for i, v in enumerate(blocks(NEAR))}
-        conn.execute(V1_DOCUMENTS.insert(), [
-            {"key": "near", "key_hash": key_hash("near"), "fingerprint": to_signed(NEAR), **near,
-             "text_hash": None, "sketch": None, "stored_at": STORED_AT},
-            {"key": "short", "key_hash": key_hash("short"), "fingerprint": to_signed(SHORT),
-             **{f"block{i}": None for i in range(4)}, "text_hash": to_signed(SHORT_TEXT), "sketch": None,
-             "stored_at": STORED_AT},
-        ])
-        conn.execute(V1_DUPLICATES.insert(), {
-            "key": "copy", "key_hash": key_hash("copy"), "duplicate_of": "near", "duplicate_of_id": 1,
-            "distance": 1, "exact": False, "seen_at": SEEN_AT,
-        })
+        conn.execute(
+            V1_DOCUMENTS.insert(),
+            [
+                {
+                    "key": "near",
+                    "key_hash": key_hash("near"),
+                    "fingerprint": to_signed(NEAR),
+                    **near,
+                    "text_hash": None,
+                    "sketch": None,
+                    "stored_at": STORED_AT,
+                },
+                {
+                    "key": "short",
+                    "key_hash": key_hash("short"),
+                    "fingerprint": to_signed(SHORT),
+                    **{f"block{i}": None for i in range(4)},
+                    "text_hash": to_signed(SHORT_TEXT),
+                    "sketch": None,
+                    "stored_at": STORED_AT,
+                },
+            ],
+        )
+        conn.execute(
+            V1_DUPLICATES.insert(),
+            {
+                "key": "copy",
+                "key_hash": key_hash("copy"),
+                "duplicate_of": "near",
+                "duplicate_of_id": 1,
+                "distance": 1,
+                "exact": False,
+                "seen_at": SEEN_AT,
+            },
+        )
     engine.dispose()
 
 

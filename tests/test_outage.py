@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import REQUIRE_ENV
 from crawling import CrawlResult
 from sites import build_cluster_site, serve
 from test_reliability import decided, start_crawl
-
-from conftest import REQUIRE_ENV
 
 
 @dataclass
@@ -38,7 +37,9 @@ class Cluster:
     def ctl(self, *args: str) -> None:
         subprocess.run(
             ["runuser", "-u", "postgres", "--", str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *args],
-            check=True, capture_output=True, timeout=60,
+            check=True,
+            capture_output=True,
+            timeout=60,
         )
 
     def start(self) -> None:
@@ -74,7 +75,9 @@ def cluster() -> Iterator[Cluster]:
     bin_dir = Path(bins[-1]).parent
     subprocess.run(
         ["runuser", "-u", "postgres", "--", str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     cluster = Cluster(bin_dir, data, _free_port())
     cluster.start()
@@ -83,7 +86,8 @@ def cluster() -> Iterator[Cluster]:
     finally:
         subprocess.run(
             ["runuser", "-u", "postgres", "--", str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True, timeout=60,
+            capture_output=True,
+            timeout=60,
         )
         shutil.rmtree(home, ignore_errors=True)
 
@@ -126,8 +130,12 @@ def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, t
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
     with serve(root, delay=0.1) as base:
         crawl = start_crawl(
-            f"{base}/{info['indexes'][0]}", cluster.url, log,
-            "CONCURRENT_REQUESTS=2", "SIMHASH_ON_DB_ERROR=pass", feeds(feed),
+            f"{base}/{info['indexes'][0]}",
+            cluster.url,
+            log,
+            "CONCURRENT_REQUESTS=2",
+            "SIMHASH_ON_DB_ERROR=pass",
+            feeds(feed),
         )
         _wait_for_decisions(cluster.url, 8)
         cluster.stop()

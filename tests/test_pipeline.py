@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import pytest
 import scrapy
@@ -12,7 +11,9 @@ from scrapy.utils.test import get_crawler
 from sites import english_article, page
 
 from simhash_index import SimhashIndex, SimhashIndexError
-from simhash_index.scrapy.pipeline import SimhashDedupPipeline, SimhashLogFormatter, StartupError, summarize
+from simhash_index.scrapy.failures import StartupError
+from simhash_index.scrapy.logformatter import SimhashLogFormatter, summarize
+from simhash_index.scrapy.pipeline import SimhashDedupPipeline
 
 ARTICLE = page("Report", english_article(11))
 OTHER = page("Other", english_article(12))

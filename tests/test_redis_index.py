@@ -21,9 +21,9 @@ from conftest import REQUIRE_ENV, redis_prefix_url, redis_server
 
 from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, hamming
 from simhash_index.cli.commands import cli
+from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.index.redis.backend import RedisIndex, split_url
 from simhash_index.urls import masked as masked_url
-from simhash_index.fingerprinting.sketch import minhash
 
 
 @pytest.fixture
@@ -85,19 +85,30 @@ def test_the_documented_key_layout(redis_url: str, client: redis.Redis) -> None:
     assert set(client.hgetall(f"{p}meta")) == {b"schema_version", b"scheme"}
     assert client.hgetall(f"{p}ids") == {b"https://a/": b"1", b"https://short/": b"2"}
     assert client.hgetall(f"{p}doc:1") | {b"stored_at": b""} == {
-        b"key": b"https://a/", b"fingerprint": b"0123456789abcdef", b"text_hash": b"fedcba9876543210", b"stored_at": b"",
+        b"key": b"https://a/",
+        b"fingerprint": b"0123456789abcdef",
+        b"text_hash": b"fedcba9876543210",
+        b"stored_at": b"",
     }
     assert client.get(f"{p}sketch:1") == sketch and client.get(f"{p}sketch:2") is None
     assert client.hget(f"{p}doc:2", "exact_only") == b"1"
     for i, block in enumerate(("cdef", "89ab", "4567", "0123")):
-        assert client.zrange(f"{p}block:{i}:{block}", 0, -1, withscores=True) == [(b"0123456789abcdef:1", bin(fp).count("1"))]
+        assert client.zrange(f"{p}block:{i}:{block}", 0, -1, withscores=True) == [
+            (b"0123456789abcdef:1", bin(fp).count("1"))
+        ]
     assert client.zrange(f"{p}text:fedcba9876543210", 0, -1) == [b"1"]
-    assert client.keys(f"{p}block:*:*") and not client.keys(f"{p}block:*:{(fp ^ 0xF0F0) & 0xFFFF:04x}")  # short: no blocks
+    assert client.keys(f"{p}block:*:*") and not client.keys(
+        f"{p}block:*:{(fp ^ 0xF0F0) & 0xFFFF:04x}"
+    )  # short: no blocks
     assert client.zrange(f"{p}dup_log", 0, -1) == [b"1"]
     assert client.hgetall(f"{p}dup_ids") == {b"https://b/": b"1"}
     entry = client.hgetall(f"{p}dup:1")
     assert {k: entry[k] for k in (b"key", b"duplicate_of", b"duplicate_of_id", b"distance", b"exact")} == {
-        b"key": b"https://b/", b"duplicate_of": b"https://a/", b"duplicate_of_id": b"1", b"distance": b"1", b"exact": b"0",
+        b"key": b"https://b/",
+        b"duplicate_of": b"https://a/",
+        b"duplicate_of_id": b"1",
+        b"distance": b"1",
+        b"exact": b"0",
     }
     with SimhashIndex(redis_url) as index:
         index.add("https://a/", fp)  # replaced: without a sketch or a text hash now
@@ -141,7 +152,7 @@ def test_unreachable_server_hides_the_password() -> None:
 
 
 def test_the_command_line_on_redis(redis_url: str) -> None:
-    def run(*args: str):  # noqa: ANN202
+    def run(*args: str):
         return CliRunner().invoke(cli, list(args))
 
     missing = run("stats", "--db", redis_url)
@@ -162,8 +173,21 @@ def own_server(tmp_path: Path) -> Iterator[tuple[int, Callable[[], None], Callab
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-               "--dir", str(tmp_path), "--requirepass", PASSWORD]
+    command = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(tmp_path),
+        "--requirepass",
+        PASSWORD,
+    ]
     process: list[subprocess.Popen] = []
 
     def start() -> None:
@@ -191,7 +215,7 @@ def own_server(tmp_path: Path) -> Iterator[tuple[int, Callable[[], None], Callab
 PASSWORD = "s3cret-Zq9"
 
 
-def test_a_server_lost_and_back(own_server) -> None:  # noqa: ANN001
+def test_a_server_lost_and_back(own_server) -> None:
     port, start, stop = own_server
     with pytest.raises(IndexUnavailableError) as info:  # a wrong password is "unavailable" too
         SimhashIndex(f"redis://:wrong-Xk2@127.0.0.1:{port}/0")

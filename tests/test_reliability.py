@@ -19,8 +19,21 @@ from simhash_index.index.sql.engine import parse_url
 
 
 def start_crawl(start_url: str, db_url: str, log: Path, *settings: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start_url}",
-               "-s", f"SIMHASH_DATABASE_URL={db_url}", "-s", f"LOG_FILE={log}", "-s", "ROBOTSTXT_OBEY=False"]
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "site",
+        "-a",
+        f"start_url={start_url}",
+        "-s",
+        f"SIMHASH_DATABASE_URL={db_url}",
+        "-s",
+        f"LOG_FILE={log}",
+        "-s",
+        "ROBOTSTXT_OBEY=False",
+    ]
     for setting in settings:
         command += ["-s", setting]
     return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -32,8 +45,12 @@ def db_state(db_url: str) -> tuple[dict[str, int], dict[str, tuple[str, int]]]:
     try:
         with engine.connect() as conn:
             stored = dict(conn.execute(text("SELECT key, id FROM simhash_documents")).all())
-            dropped = {k: (d, i) for k, d, i in conn.execute(
-                text("SELECT key, duplicate_of, duplicate_of_id FROM simhash_duplicates")).all()}
+            dropped = {
+                k: (d, i)
+                for k, d, i in conn.execute(
+                    text("SELECT key, duplicate_of, duplicate_of_id FROM simhash_duplicates")
+                ).all()
+            }
     finally:
         engine.dispose()
     return stored, dropped
@@ -84,9 +101,7 @@ def test_many_crawlers_share_one_index(backend: str, crawlers: int, rounds: int,
             if round_number:
                 reset_tables(db_url)
             logs = [tmp_path / f"r{round_number}-c{i}.log" for i in range(crawlers)]
-            processes = [
-                start_crawl(f"{base}/{info['indexes'][i]}", db_url, logs[i]) for i in range(crawlers)
-            ]
+            processes = [start_crawl(f"{base}/{info['indexes'][i]}", db_url, logs[i]) for i in range(crawlers)]
             finish(processes, logs)
             assert_consistent(db_url, base, info["clusters"], complete=True)
 

@@ -129,7 +129,9 @@ def weighted_features_with_hashes(draw, hash_range):
 @given(weighted_features_with_hashes(lambda bits: (0, 2**bits - 1)))
 def test_matches_reference(case):
     weights, hashes, bits = case
-    assert simhash(weights, bits=bits, hashfunc=hashes.__getitem__) == reference_simhash(weights, bits, hashes.__getitem__)
+    assert simhash(weights, bits=bits, hashfunc=hashes.__getitem__) == reference_simhash(
+        weights, bits, hashes.__getitem__
+    )
 
 
 @given(weighted_features_with_hashes(lambda bits: (-(2**bits), 2 ** (bits + 64))))
@@ -137,7 +139,9 @@ def test_uses_the_low_bits_of_wider_hashes(case):
     # A hashfunc may return more bits than asked for (md5 as an int, Python's signed
     # hash()): simhash uses the low `bits` bits of each hash, for every width.
     weights, hashes, bits = case
-    assert simhash(weights, bits=bits, hashfunc=hashes.__getitem__) == reference_simhash(weights, bits, hashes.__getitem__)
+    assert simhash(weights, bits=bits, hashfunc=hashes.__getitem__) == reference_simhash(
+        weights, bits, hashes.__getitem__
+    )
 
 
 def test_bad_bits_raise():

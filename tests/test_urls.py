@@ -17,10 +17,16 @@ SECRET = "S3cretPw"
     [
         (f"postgresql://bob:{SECRET}@db.example/x", "postgresql://bob:***@db.example/x"),
         (f"postgresql://bob@db.example/x?password={SECRET}", "postgresql://bob@db.example/x?password=***"),
-        (f"postgresql://bob@h/x?sslmode=require&sslpassword={SECRET}", "postgresql://bob@h/x?sslmode=require&sslpassword=***"),
+        (
+            f"postgresql://bob@h/x?sslmode=require&sslpassword={SECRET}",
+            "postgresql://bob@h/x?sslmode=require&sslpassword=***",
+        ),
         (f"redis://127.0.0.1:6379/0?password={SECRET}&prefix=a:", "redis://127.0.0.1:6379/0?password=***&prefix=a:"),
         (f"redis://:{SECRET}@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
-        (f"redis://{SECRET}@127.0.0.1:6379/0", "redis://***@127.0.0.1:6379/0"),  # redis reads a lone user info as a password
+        (
+            f"redis://{SECRET}@127.0.0.1:6379/0",
+            "redis://***@127.0.0.1:6379/0",
+        ),  # redis reads a lone user info as a password
         (f"rediss://user:{SECRET}@h:1/0?prefix=a:", "rediss://user:***@h:1/0?prefix=a:"),
         ("sqlite:////tmp/a@b/simhash.db", "sqlite:////tmp/a@b/simhash.db"),  # no user info in SQLite URLs
         (f"postgresql//u:{SECRET}@127.0.0.1/x", "***@127.0.0.1/x"),  # not a URL at all

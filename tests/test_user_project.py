@@ -10,7 +10,7 @@ from sites import build_site, serve
 
 from simhash_index import SimhashIndex
 
-SPIDER = '''
+SPIDER = """
 import scrapy
 
 
@@ -23,7 +23,7 @@ class PagesSpider(scrapy.Spider):
 
     def parse(self, response):
         yield {{"url": response.url, "html": response.text}}
-'''
+"""
 
 
 def readme_settings() -> str:

@@ -18,7 +18,13 @@ import click
 from sqlalchemy.exc import SQLAlchemyError
 
 from .. import __version__, defaults
-from ..errors import IndexNotFoundError, IndexUnavailableError, LayoutMismatchError, SchemaVersionError, SimhashIndexError
+from ..errors import (
+    IndexNotFoundError,
+    IndexUnavailableError,
+    LayoutMismatchError,
+    SchemaVersionError,
+    SimhashIndexError,
+)
 from ..fingerprinting.fingerprinter import DEFAULT
 from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..fingerprinting.simhash import from_hex, hamming, to_hex
@@ -27,7 +33,6 @@ from ..index.factory import open_index as open_backend
 from ..index.records import Policy, check_key
 from . import formats, reports
 from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
-
 
 
 class DatabaseError(click.ClickException):
@@ -314,7 +319,9 @@ def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int |
             counts["dropped" if target.check_and_add(line.url, page.signature) is not None else "kept"] += 1
     prefix = "dry run, nothing written: " if dry_run else ""
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
-    click.echo(f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}")
+    click.echo(
+        f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
+    )
 
 
 def open_existing(db: str, max_distance: int) -> Index | None:

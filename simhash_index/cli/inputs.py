@@ -119,7 +119,7 @@ class CorpusLine:
 def read_corpus(file: str) -> Iterator[CorpusLine]:
     """Each non-blank line of a JSON lines corpus, with a progress bar; a line that is not
     an object with a "url" and a "text" or "html" string carries an error instead."""
-    stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))
+    stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))  # noqa: SIM115 - closed with the command
     try:
         total = os.fstat(stream.fileno()).st_size if file != "-" else None
     except (OSError, ValueError):

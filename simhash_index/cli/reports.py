@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from ..fingerprinting.fingerprinter import Signature
 from ..index.base import Cluster, Description, Index
 from ..index.memory import MemoryIndex
-from ..index.records import Duplicate, Match, Policy
+from ..index.records import DEFAULT_POLICY, Duplicate, Match, Policy
 
 
 def host_of(url: str) -> str | None:
@@ -122,7 +122,7 @@ class DryRunIndex:
     kept so far.
     """
 
-    def __init__(self, source: Index | None, *, scheme: str, policy: Policy = Policy()) -> None:
+    def __init__(self, source: Index | None, *, scheme: str, policy: Policy = DEFAULT_POLICY) -> None:
         self._source = source
         self._memory = MemoryIndex(policy=policy, scheme=scheme)
 

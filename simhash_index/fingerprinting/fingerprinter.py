@@ -269,7 +269,12 @@ def heaviest(weights: Mapping[str, float], k: int) -> dict[str, float]:
     return dict(ranked[:k])
 
 
-_STOP_NAMES = {frozenset(): "none", _stopwords.ALL: "builtin", _stopwords.ENGLISH: "english", _stopwords.CHINESE: "chinese"}
+_STOP_NAMES = {
+    frozenset(): "none",
+    _stopwords.ALL: "builtin",
+    _stopwords.ENGLISH: "english",
+    _stopwords.CHINESE: "chinese",
+}
 
 
 def _stop_words(setting: bool | str | Collection[str]) -> frozenset[str]:

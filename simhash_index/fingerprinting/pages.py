@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from ..text.extract import ExtractionError, ExtractOptions, extract_text
-from .fingerprinter import Fingerprinter, Signature
 from ..workers import WorkerCrashed, WorkerPool, WorkerTimeout
+from .fingerprinter import Fingerprinter, Signature
 
 M = TypeVar("M")
 

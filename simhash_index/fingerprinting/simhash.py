@@ -65,7 +65,9 @@ def feature_bytes(feature: Feature) -> bytes:
         if not -(1 << 63) <= value <= _MASK64:
             raise ValueError(f"an integer feature (a vector dimension) must fit in 64 bits; got {value!r}")
         return (value & _MASK64).to_bytes(8, "little")
-    raise TypeError(f"a feature is a str, bytes or an int (a vector dimension); got {type(feature).__name__}: {feature!r}")
+    raise TypeError(
+        f"a feature is a str, bytes or an int (a vector dimension); got {type(feature).__name__}: {feature!r}"
+    )
 
 
 def xxh64(feature: Feature) -> int:
@@ -129,7 +131,10 @@ def _weighted(features: Features) -> tuple[Collection[Any], npt.NDArray[np.float
             names = Counter(items)  # counts are positive: nothing to drop
             return names, np.fromiter(names.values(), dtype=np.float64, count=len(names))
         if items and not (isinstance(items[0], tuple) and len(items[0]) == 2):
-            raise TypeError(f"features are a mapping, (feature, weight) pairs or strings; got an iterable of {type(items[0]).__name__}")
+            raise TypeError(
+                "features are a mapping, (feature, weight) pairs or strings; "
+                f"got an iterable of {type(items[0]).__name__}"
+            )
         names = [name for name, _ in items]
         values = [weight for _, weight in items]
     weights = np.fromiter(values, dtype=np.float64, count=len(names))
@@ -201,7 +206,11 @@ def _signs(weights: npt.NDArray[np.float64], matrix: npt.NDArray[np.uint8]) -> i
 
 
 def simhash_sparse(
-    indices: npt.ArrayLike | Any, values: npt.ArrayLike | None = None, *, bits: int = 64, hashfunc: HashFunc | None = None
+    indices: npt.ArrayLike | Any,
+    values: npt.ArrayLike | None = None,
+    *,
+    bits: int = 64,
+    hashfunc: HashFunc | None = None,
 ) -> int:
     """The simhash of a sparse vector: integer dimensions and their values, as arrays.
 
@@ -217,7 +226,9 @@ def simhash_sparse(
     dims = np.asarray(indices)
     weights = np.asarray(values, dtype=np.float64)
     if dims.ndim != 1 or dims.shape != weights.shape:
-        raise ValueError(f"indices and values must be 1-D arrays of one length; got shapes {dims.shape} and {weights.shape}")
+        raise ValueError(
+            f"indices and values must be 1-D arrays of one length; got shapes {dims.shape} and {weights.shape}"
+        )
     if dims.size and dims.dtype.kind not in "iu":
         raise ValueError(f"indices must be integers (vector dimensions); got dtype {dims.dtype}")
     if not np.isfinite(weights).all():
@@ -226,7 +237,9 @@ def simhash_sparse(
         return 0
     if hashfunc is None and bits == 64:
         # two's complement, as feature_bytes does for a negative int
-        hashes = xxh64_dimensions(dims.astype(np.int64).view(np.uint64) if dims.dtype.kind == "i" else dims.astype(np.uint64))
+        hashes = xxh64_dimensions(
+            dims.astype(np.int64).view(np.uint64) if dims.dtype.kind == "i" else dims.astype(np.uint64)
+        )
         return _signs(weights, _bit_matrix(hashes.astype("<u8").tobytes(), 64))
     if hashfunc is None:
         if bits not in DEFAULT_HASHES:

@@ -80,7 +80,9 @@ class Index(ABC):
         pages = [(check_key(key), as_signature(fingerprint)) for key, fingerprint in items]
         return self._check_and_add_many(pages) if pages else []
 
-    def add(self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None) -> None:
+    def add(
+        self, key: str, fingerprint: Fingerprint, *, text_hash: int | None = None, sketch: bytes | None = None
+    ) -> None:
         """Store a page (replacing the stored one with this key), without checking."""
         self._add_many([(check_key(key), as_signature(fingerprint, text_hash, sketch))])
 
@@ -168,7 +170,9 @@ class Index(ABC):
     def __enter__(self) -> Index:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 

@@ -38,7 +38,9 @@ def open_index(
     policy = Policy(max_distance, min_similarity)
     if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
         if layout is not None or block_assignment is not None:
-            raise ValueError("layout and block_assignment choose an SQL table's lookups; a Redis or memory index has none")
+            raise ValueError(
+                "layout and block_assignment choose an SQL table's lookups; a Redis or memory index has none"
+            )
         if url == MEMORY:
             from .memory import MemoryIndex
 

@@ -17,7 +17,7 @@ from ..fingerprinting.fingerprinter import DEFAULT, Signature
 from ..fingerprinting.simhash import blocks
 from . import rule
 from .base import Description, Index, Page
-from .records import Duplicate, Match, Policy, StoredPage, now
+from .records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
 
 SCHEMA_VERSION = "1"
 _COPIED = 1 << 62  # copied pages rank before any page stored here
@@ -32,7 +32,9 @@ class _Logged:
 class MemoryIndex(Index):
     """Pages in dicts: by key, by text hash, and by each 16-bit block of the fingerprint."""
 
-    def __init__(self, url: str = "memory://", *, policy: Policy = Policy(), scheme: str | None = DEFAULT.scheme) -> None:
+    def __init__(
+        self, url: str = "memory://", *, policy: Policy = DEFAULT_POLICY, scheme: str | None = DEFAULT.scheme
+    ) -> None:
         self.url = url
         self.policy = policy
         self.scheme = scheme or DEFAULT.scheme
@@ -92,10 +94,17 @@ class MemoryIndex(Index):
         with self._lock:
             moment = now()
             for key, signature in pages:
-                same_text = [self._pages[k] for k in self._by_text.get(signature.text_hash, ())] if signature.text_hash is not None else []
+                same_text = (
+                    [self._pages[k] for k in self._by_text.get(signature.text_hash, ())]
+                    if signature.text_hash is not None
+                    else []
+                )
                 decision = rule.decide(
-                    signature, own=self._pages.get(key), same_text=same_text,
-                    nearby=self._candidates(signature), policy=self.policy,
+                    signature,
+                    own=self._pages.get(key),
+                    same_text=same_text,
+                    nearby=self._candidates(signature),
+                    policy=self.policy,
                 )
                 if decision.match is not None:
                     self._log_duplicate(key, signature, decision.match, moment)
@@ -117,7 +126,9 @@ class MemoryIndex(Index):
 
     def _query(self, fingerprint: int) -> list[Match]:
         with self._lock:
-            found = rule.near(Signature(fingerprint, None), self._candidates(Signature(fingerprint, None)), self.max_distance)
+            found = rule.near(
+                Signature(fingerprint, None), self._candidates(Signature(fingerprint, None)), self.max_distance
+            )
         return [Match(page.key, page.signature.simhash, bits) for bits, page in found]
 
     def _get(self, key: str) -> Match | None:

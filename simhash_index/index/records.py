@@ -68,13 +68,20 @@ class Policy:
 
     def __post_init__(self) -> None:
         limit = defaults.MAX_SUPPORTED_DISTANCE
-        if isinstance(self.max_distance, bool) or not isinstance(self.max_distance, int) or not 0 <= self.max_distance <= limit:
+        if (
+            isinstance(self.max_distance, bool)
+            or not isinstance(self.max_distance, int)
+            or not 0 <= self.max_distance <= limit
+        ):
             raise ValueError(
                 f"max_distance must be an integer from 0 to {limit} (the index's lookups find every match "
                 f"within {limit} bits); got {self.max_distance!r}"
             )
         if not isinstance(self.min_similarity, (int, float)) or not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be between 0 and 1; got {self.min_similarity!r}")
+
+
+DEFAULT_POLICY = Policy()
 
 
 def check_key(key: object) -> str:
@@ -119,7 +126,10 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
     exact_only = False
     if isinstance(fingerprint, Signature):
         fingerprint, text_hash, sketch, exact_only = (
-            fingerprint.simhash, fingerprint.text_hash, fingerprint.sketch, fingerprint.exact_only
+            fingerprint.simhash,
+            fingerprint.text_hash,
+            fingerprint.sketch,
+            fingerprint.exact_only,
         )
     if fingerprint is None and text_hash is None:
         raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")

@@ -6,6 +6,8 @@ LOG_FORMATTER = "simhash_index.scrapy.SimhashLogFormatter"
 
 from __future__ import annotations
 
-from .pipeline import SimhashDedupPipeline, SimhashLogFormatter
+from .logformatter import SimhashLogFormatter
+from .pipeline import NearDuplicate, SimhashDedupPipeline
+from .stats import SimhashLogStats
 
-__all__ = ["SimhashDedupPipeline", "SimhashLogFormatter"]
+__all__ = ["NearDuplicate", "SimhashDedupPipeline", "SimhashLogFormatter", "SimhashLogStats"]

@@ -5,7 +5,6 @@ dropping them keeps boilerplate phrases from dominating a fingerprint.
 """
 
 
-
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 

@@ -20,11 +20,17 @@ except ImportError as missing:  # pragma: no cover - the extra is installed in e
     raise ImportError("Redis indexes need the redis package: pip install 'simhash-index[redis]'") from missing
 
 from ... import defaults, urls
-from ...errors import IndexNotFoundError, IndexUnavailableError, SchemaVersionError, SchemeMismatchError, SimhashIndexError
+from ...errors import (
+    IndexNotFoundError,
+    IndexUnavailableError,
+    SchemaVersionError,
+    SchemeMismatchError,
+    SimhashIndexError,
+)
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
 from ..base import Description, Index, Page
-from ..records import Duplicate, Match, Policy, StoredPage
+from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches
@@ -45,7 +51,9 @@ def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     given = [value for name, value in query if name == "prefix"]
     if len(set(given)) > 1 or (given and prefix is not None and given[0] != prefix):
-        raise ValueError(f"two different key prefixes given (the URL's ?prefix= and prefix=): {[*given, prefix]!r}; give one")
+        raise ValueError(
+            f"two different key prefixes given (the URL's ?prefix= and prefix=): {[*given, prefix]!r}; give one"
+        )
     chosen = prefix if prefix is not None else (given[0] if given else defaults.REDIS_PREFIX)
     if not isinstance(chosen, str) or not chosen:
         raise ValueError(f"prefix must be a non-empty string, e.g. 'crawl1:'; got {chosen!r}")
@@ -76,7 +84,7 @@ class RedisIndex(Index):
         self,
         url: str = "redis://127.0.0.1:6379/0",
         *,
-        policy: Policy = Policy(),
+        policy: Policy = DEFAULT_POLICY,
         scheme: str | None = DEFAULT.scheme,
         create: bool = True,
         prefix: str | None = None,
@@ -87,13 +95,17 @@ class RedisIndex(Index):
         self.policy = policy
         try:
             self._client = redis.Redis.from_url(
-                connect_to, socket_connect_timeout=defaults.CONNECT_TIMEOUT_S, socket_timeout=defaults.STATEMENT_TIMEOUT_S
+                connect_to,
+                socket_connect_timeout=defaults.CONNECT_TIMEOUT_S,
+                socket_timeout=defaults.STATEMENT_TIMEOUT_S,
             )
             pool = self._client.connection_pool
             pool.connection_class(**pool.connection_kwargs)  # an unknown ?option= fails here, before any call
         except TypeError as exc:  # redis-py passes an option it does not know on as a keyword
             option = str(exc).rpartition("keyword argument ")[2] or self._scrub(exc)
-            raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: unknown option {option}") from None
+            raise IndexUnavailableError(
+                f"url {self.url!r} is not a usable Redis URL: unknown option {option}"
+            ) from None
         except ValueError as exc:  # a bad port or database number, or a bad option value
             raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: {self._scrub(exc)}") from None
         self._script = self._client.register_script(_SCRIPT)
@@ -180,7 +192,9 @@ class RedisIndex(Index):
         with self._talking():
             pipe = self._client.pipeline(transaction=False)
             for start in range(0, len(pages), PAGES_PER_CALL):
-                arguments = [a for key, signature in pages[start : start + PAGES_PER_CALL] for a in _page_args(key, signature)]
+                arguments = [
+                    a for key, signature in pages[start : start + PAGES_PER_CALL] for a in _page_args(key, signature)
+                ]
                 self._run("store", now, *arguments, client=pipe)
             pipe.execute()
 
@@ -261,15 +275,24 @@ def _match(answer: Any) -> Match | None:
         return None
     key, stored, distance, exact, score = answer
     return Match(
-        _text(key), int(stored, 16) if stored else None, int(distance), exact=exact == 1, similarity=float(score) if score else None
+        _text(key),
+        int(stored, 16) if stored else None,
+        int(distance),
+        exact=exact == 1,
+        similarity=float(score) if score else None,
     )
 
 
 def _duplicate(entry: dict[bytes, bytes]) -> Duplicate:
     fingerprint, score = entry.get(b"fingerprint"), entry.get(b"similarity")
     return Duplicate(
-        _text(entry[b"key"]), _text(entry[b"duplicate_of"]), int(entry[b"distance"]), entry[b"exact"] == b"1",
-        _moment(entry[b"seen_at"]), int(fingerprint, 16) if fingerprint else None, float(score) if score else None,
+        _text(entry[b"key"]),
+        _text(entry[b"duplicate_of"]),
+        int(entry[b"distance"]),
+        entry[b"exact"] == b"1",
+        _moment(entry[b"seen_at"]),
+        int(fingerprint, 16) if fingerprint else None,
+        float(score) if score else None,
     )
 
 

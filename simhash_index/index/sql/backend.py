@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
@@ -23,7 +23,18 @@ from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexErr
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
 from ..base import Cluster, Description, Index, Page
-from ..records import Duplicate, Match, Policy, StoredPage, as_utc, key_hash, now, to_signed, to_unsigned
+from ..records import (
+    DEFAULT_POLICY,
+    Duplicate,
+    Match,
+    Policy,
+    StoredPage,
+    as_utc,
+    key_hash,
+    now,
+    to_signed,
+    to_unsigned,
+)
 from . import batch
 from .bulk import SqlInsertionSession
 from .engine import WRITE, is_memory, open_engine, open_read_engine, parse_url
@@ -37,8 +48,8 @@ from .statements import (
     document_row,
     execute_many,
     fetch,
-    pages_where,
     in_parameters,
+    pages_where,
     row_page,
     upsert_documents,
 )
@@ -53,7 +64,7 @@ class SqlIndex(Index):
         self,
         url: str | URL = defaults.DATABASE_URL,
         *,
-        policy: Policy = Policy(),
+        policy: Policy = DEFAULT_POLICY,
         scheme: str | None = DEFAULT.scheme,
         create: bool = True,
         layout: Layout | None = None,
@@ -165,7 +176,9 @@ class SqlIndex(Index):
             mark = MARKS[conn.dialect.paramstyle]
             execute_many(conn, upsert_documents(self.layout, mark, replace=self.keys_unique), rows)
             if fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
-                execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows])
+                execute_many(
+                    conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
+                )
 
     def _query(self, fingerprint: int) -> list[Match]:
         with self._single_read() as conn:
@@ -186,7 +199,10 @@ class SqlIndex(Index):
         if not ids:
             return []
         # a row missing was replaced between the two reads of an autocommit query
-        return [row_page(row, self.dialect) for row in fetch(conn, pages_where(self.dialect, "id", len(ids)), in_parameters(self.dialect, sorted(ids)))]
+        return [
+            row_page(row, self.dialect)
+            for row in fetch(conn, pages_where(self.dialect, "id", len(ids)), in_parameters(self.dialect, sorted(ids)))
+        ]
 
     def _get(self, key: str) -> Match | None:
         with self._single_read() as conn:
@@ -245,7 +261,9 @@ class SqlIndex(Index):
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         found: dict[str, StoredPage] = {}
         with self._single_read() as conn:
-            for row in fetch(conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)])):
+            for row in fetch(
+                conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)])
+            ):
                 found[row[1]] = row_page(row, self.dialect)
             if signature.text_hash is not None:
                 statement = pages_where(self.dialect, "text_hash", 1)
@@ -287,7 +305,9 @@ def _layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]
         raise ValueError("give ?layout= and ?block_assignment= once each in the URL")
     given = Layout(name, assignment)  # type: ignore[arg-type]
     if layout is not None and layout.describe() != given.describe():
-        raise ValueError(f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}")
+        raise ValueError(
+            f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}"
+        )
     return url.difference_update_query(["layout", "block_assignment"]), given
 
 

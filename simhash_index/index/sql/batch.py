@@ -126,7 +126,9 @@ class Stored:
         return page.order if page is not None and page.order < _BATCH_ORDER else None
 
 
-def near_pages(conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int) -> list[list[StoredPage]]:
+def near_pages(
+    conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
+) -> list[list[StoredPage]]:
     """For each signature, the stored near-matchable pages within max_distance."""
     dialect = conn.dialect.name
     if dialect == "postgresql":
@@ -151,7 +153,9 @@ def near_pages(conn: Connection, layout: Layout, signatures: Sequence[Signature]
     return [[pages[i] for i in ids if i in pages] for ids in near_ids]
 
 
-def _near_postgres(conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int) -> list[list[StoredPage]]:
+def _near_postgres(
+    conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
+) -> list[list[StoredPage]]:
     """One statement a page, all sent in one pipeline: one round trip for the batch."""
     statement = layout.near_sql()
     raw = conn.connection.dbapi_connection
@@ -189,7 +193,9 @@ def _write(
 ) -> None:
     mark = MARKS[conn.dialect.paramstyle]
     execute_many(conn, upsert_documents(layout, mark), list(documents.values()))
-    if documents and fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
+    if documents and fetch(
+        conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()
+    ):  # a stored page is nobody's duplicate
         hashes = [(key_hash(key),) for key in documents]
         execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", hashes)
     if not logged:

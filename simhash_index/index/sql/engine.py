@@ -50,7 +50,8 @@ def parse_url(url: str | URL) -> URL:
     backend = parsed.get_backend_name()
     if backend not in _DRIVERS:
         raise IndexUnavailableError(
-            f"url {urls.masked(text)!r}: only sqlite:// and postgresql:// databases are supported (and redis:// servers)"
+            f"url {urls.masked(text)!r}: only sqlite:// and postgresql:// databases are supported "
+            "(and redis:// servers)"
         )
     if parsed.get_driver_name() != _DRIVERS[backend]:
         raise IndexUnavailableError(
@@ -98,7 +99,7 @@ def _sqlite_engine(url: URL, *, memory_map: bool = False) -> Engine:
         engine = create_engine(url, connect_args=connect_args)
 
     @event.listens_for(engine, "connect")
-    def _setup(dbapi_connection, _record):  # noqa: ANN001 - DBAPI objects
+    def _setup(dbapi_connection, _record):
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         _switch_to_wal(cursor)
@@ -126,7 +127,7 @@ def _sqlite_engine(url: URL, *, memory_map: bool = False) -> Engine:
     return engine
 
 
-def _switch_to_wal(cursor) -> None:  # noqa: ANN001 - a DBAPI cursor
+def _switch_to_wal(cursor) -> None:
     """PRAGMA journal_mode=WAL, retried: switching a new file needs an exclusive lock, and
     SQLite answers "database is locked" at once (ignoring the busy timeout) when another
     connection is doing the same, as crawlers started together on a new file do."""

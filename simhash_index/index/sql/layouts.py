@@ -78,7 +78,7 @@ class Layout:
             raise ValueError(f"block assignment must be one of {ASSIGNMENTS}; got {self.assignment!r}")
 
     def describe(self) -> str:
-        """"blocks (contiguous)", "blocks (interleaved)" or "halves"."""
+        """ "blocks (contiguous)", "blocks (interleaved)" or "halves"."""
         return f"blocks ({self.assignment})" if self.name == "blocks" else "halves"
 
     @property
@@ -108,7 +108,10 @@ class Layout:
             parts = [f"SELECT id, fingerprint, 0 FROM simhash_documents WHERE {c} = ?" for c in BLOCK_COLUMNS]
         else:
             marks = ", ".join(["?"] * 33)
-            parts = [f"SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {e} IN ({marks})" for e in HALF_KEYS.values()]
+            parts = [
+                f"SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {e} IN ({marks})"
+                for e in HALF_KEYS.values()
+            ]
         return " UNION ALL ".join(parts)
 
     def candidates_parameters(self, fingerprint: int) -> tuple[int, ...]:

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from ...errors import IndexNotFoundError, LayoutMismatchError, SchemaVersionError, SchemeMismatchError, SimhashIndexError
+from ...errors import (
+    IndexNotFoundError,
+    LayoutMismatchError,
+    SchemaVersionError,
+    SchemeMismatchError,
+    SimhashIndexError,
+)
 from . import migrate
 from .engine import SCHEMA_LOCK
 from .layouts import Layout
@@ -73,19 +79,24 @@ def open_tables(
             "layout": chosen.name,
             "block_assignment": chosen.assignment,
         }
-        conn.execute(text("INSERT INTO simhash_meta (name, value) VALUES (:name, :value)"), [
-            {"name": name, "value": value} for name, value in meta.items()
-        ])
+        conn.execute(
+            text("INSERT INTO simhash_meta (name, value) VALUES (:name, :value)"),
+            [{"name": name, "value": value} for name, value in meta.items()],
+        )
     version = meta.get("schema_version")
     if version in migrate.UPGRADABLE and create:
         migrate.upgrade(conn, version)
         meta = stored_meta(conn) or {}
         version = meta.get("schema_version")
     if version not in READABLE:
-        upgrade = ": opening it to write (a crawl, or `simhash-index import`) upgrades it" if version in migrate.UPGRADABLE else (
-            ": use a new database, or the simhash-index version that wrote it"
+        upgrade = (
+            ": opening it to write (a crawl, or `simhash-index import`) upgrades it"
+            if version in migrate.UPGRADABLE
+            else (": use a new database, or the simhash-index version that wrote it")
         )
-        raise SchemaVersionError(f"{shown} has schema version {version}; this simhash-index reads version {SCHEMA_VERSION}{upgrade}")
+        raise SchemaVersionError(
+            f"{shown} has schema version {version}; this simhash-index reads version {SCHEMA_VERSION}{upgrade}"
+        )
     recorded = meta.get("scheme")
     if recorded is not None and scheme is not None and recorded != scheme:
         raise SchemeMismatchError(
@@ -102,5 +113,7 @@ def open_tables(
     if create:
         build_missing_indexes(conn, tables(found, evidence=version == SCHEMA_VERSION).documents)
         if "scheme" not in meta:
-            conn.execute(text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme})
+            conn.execute(
+                text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}
+            )
     return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found)

@@ -13,7 +13,7 @@ columns (upgraded in place when opened to write: two nullable columns added); 1 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 from sqlalchemy import (
@@ -76,7 +76,7 @@ class Tables(NamedTuple):
     duplicates: Table
 
 
-@lru_cache(maxsize=None)
+@cache
 def tables(layout: Layout, *, evidence: bool = True) -> Tables:
     """The tables of an index of this layout; `evidence`: the duplicates log has the
     fingerprint and similarity columns (schema version 3)."""

@@ -24,7 +24,15 @@ MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}  # posi
 # What the rule reads of a stored page, in this order (row_page reads it back).
 PAGE_COLUMNS = "id, key, fingerprint, exact_only, text_hash, sketch, stored_at"
 DUPLICATE_COLUMNS = (
-    "key", "key_hash", "duplicate_of", "duplicate_of_id", "distance", "exact", "seen_at", "fingerprint", "similarity"
+    "key",
+    "key_hash",
+    "duplicate_of",
+    "duplicate_of_id",
+    "distance",
+    "exact",
+    "seen_at",
+    "fingerprint",
+    "similarity",
 )
 
 
@@ -53,7 +61,7 @@ def upsert_duplicates(mark: str, *, evidence: bool = True) -> str:
 
 def pages_where(dialect: str, column: str, count: int) -> str:
     """SELECT the rule's columns of the pages whose `column` is one of `count` values."""
-    test = f"= ANY(%s::bigint[])" if dialect == "postgresql" else f"IN ({', '.join(['?'] * count)})"
+    test = "= ANY(%s::bigint[])" if dialect == "postgresql" else f"IN ({', '.join(['?'] * count)})"
     return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {column} {test}"
 
 

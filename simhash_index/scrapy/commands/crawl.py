@@ -12,13 +12,17 @@ import argparse
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
-from ..pipeline import FAILURE_REASONS
+from ..failures import FAILURE_REASONS
 
 
 class Command(crawl.Command):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
-            raise UsageError("give one spider: scrapy crawl SPIDER" if not args else "running 'scrapy crawl' with more than one spider is not supported")
+            raise UsageError(
+                "give one spider: scrapy crawl SPIDER"
+                if not args
+                else "running 'scrapy crawl' with more than one spider is not supported"
+            )
         assert self.crawler_process is not None
         crawler = self.crawler_process.create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
