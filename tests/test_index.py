@@ -674,3 +674,18 @@ def test_a_new_sqlite_file_gets_its_folder(tmp_path):
     with pytest.raises(IndexNotFoundError, match=str(tmp_path / "absent")):
         SimhashIndex(f"sqlite:///{tmp_path / 'absent' / 'x.db'}", create=False)
     assert not (tmp_path / "absent").exists()  # looking created nothing
+
+
+def test_a_logged_duplicate_is_found_by_its_key(db_url):
+    a, b = far_apart(random.Random(41), 2)
+    with SimhashIndex(db_url) as index:
+        index.check_and_add("https://a/", a)
+        index.check_and_add("https://b/", b)
+        assert index.check_and_add("https://a-copy/", a ^ 0b11) is not None
+        found = index.duplicate("https://a-copy/")
+        assert (found.key, found.duplicate_of, found.distance, found.exact, found.fingerprint) == (
+            "https://a-copy/", "https://a/", 2, False, a ^ 0b11
+        )
+        assert index.duplicate("https://a/") is None and index.duplicate("https://nowhere/") is None
+        assert index.check_and_add("https://a-copy/", b ^ (0b111 << 40)) is not None  # logged again, against b now
+        assert index.duplicate("https://a-copy/").duplicate_of == "https://b/"

@@ -109,6 +109,10 @@ class Index(ABC):
         """The stored page with this key, as a Match at distance 0, or None."""
         return self._get(check_key(key))
 
+    def duplicate(self, key: str) -> Duplicate | None:
+        """The page logged as a duplicate under this key, or None."""
+        return self._duplicate(check_key(key))
+
     def duplicates(self) -> list[Duplicate]:
         """Every page logged as a duplicate, in the order first logged."""
         return list(self.logged())
@@ -157,6 +161,9 @@ class Index(ABC):
 
     @abstractmethod
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]: ...
+
+    @abstractmethod
+    def _duplicate(self, key: str) -> Duplicate | None: ...
 
     @abstractmethod
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]: ...

@@ -142,6 +142,10 @@ class MemoryIndex(Index):
             if since is None or entry.duplicate.seen_at >= since:
                 yield entry.duplicate
 
+    def _duplicate(self, key: str) -> Duplicate | None:
+        entry = self._log.get(key)
+        return None if entry is None else entry.duplicate
+
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         with self._lock:
             found = {page.key: page for page in self._candidates(signature)}

@@ -228,6 +228,12 @@ class RedisIndex(Index):
                         yield duplicate
             after = f"({_text(ids[-1])}"
 
+    def _duplicate(self, key: str) -> Duplicate | None:
+        with self._talking():
+            log_id = self._client.hget(self._key("dup_ids"), key.encode("utf-8"))
+            entry = self._client.hgetall(self._key(f"dup:{_text(log_id)}")) if log_id is not None else None
+        return _duplicate(entry) if entry else None
+
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         pipe = self._client.pipeline(transaction=True)
         pipe.hget(self._key("ids"), key.encode("utf-8"))

@@ -227,6 +227,15 @@ class SqlIndex(Index):
                 for row in result:
                     yield _duplicate(row, row.duplicate_of)
 
+    def _duplicate(self, key: str) -> Duplicate | None:
+        t = self.tables.duplicates.c
+        columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at]
+        if self._evidence:
+            columns += [t.fingerprint, t.similarity]
+        with self.transaction(write=False) as conn:
+            rows = conn.execute(select(*columns).where(t.key_hash == key_hash(key), t.key == key)).all()
+        return _duplicate(rows[0], rows[0].duplicate_of) if rows else None
+
     def clusters(self, *, limit: int | None = None) -> Iterator[Cluster]:
         """Each stored page that has duplicates, with them: the largest clusters first (one GROUP BY)."""
         dup, doc = self.tables.duplicates, self.tables.documents
