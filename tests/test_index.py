@@ -684,7 +684,11 @@ def test_a_logged_duplicate_is_found_by_its_key(db_url):
         assert index.check_and_add("https://a-copy/", a ^ 0b11) is not None
         found = index.duplicate("https://a-copy/")
         assert (found.key, found.duplicate_of, found.distance, found.exact, found.fingerprint) == (
-            "https://a-copy/", "https://a/", 2, False, a ^ 0b11
+            "https://a-copy/",
+            "https://a/",
+            2,
+            False,
+            a ^ 0b11,
         )
         assert index.duplicate("https://a/") is None and index.duplicate("https://nowhere/") is None
         assert index.check_and_add("https://a-copy/", b ^ (0b111 << 40)) is not None  # logged again, against b now

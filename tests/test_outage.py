@@ -9,8 +9,10 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -48,6 +50,34 @@ class Cluster:
 
     def stop(self) -> None:
         self.ctl("-m", "fast", "-w", "stop")
+
+    def processes(self) -> list[int]:
+        """The server's processes: the postmaster and its children."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        found = [postmaster]
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(stat[1]) == postmaster:
+                    found.append(int(entry))
+        return found
+
+    def freeze(self) -> None:
+        """What a hung server or a network partition looks like: it accepts nothing, answers nothing."""
+        self._signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, number: int) -> None:
+        for pid in self.processes():
+            try:
+                os.kill(pid, number)
+            except ProcessLookupError:  # a backend that just exited
+                pass
 
 
 def feeds(path: Path) -> str:
@@ -126,9 +156,9 @@ def test_database_lost_mid_crawl_stops_the_spider(cluster: Cluster, tmp_path: Pa
 
 def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, tmp_path: Path) -> None:
     root = tmp_path / "site"
-    info = build_cluster_site(root, clusters=15, members=4, indexes=1)
+    info = build_cluster_site(root, clusters=25, members=4, indexes=1)
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve(root, delay=0.1) as base:
+    with serve(root, delay=0.3) as base:  # slow enough that pages are left to decide once it is back
         crawl = start_crawl(
             f"{base}/{info['indexes'][0]}",
             cluster.url,
@@ -152,3 +182,78 @@ def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, t
     assert decided(cluster.url) > before  # deduplicating again once the database was back
     pages = sum(len(c) for c in info["clusters"]) + 1
     assert result.stat("simhash/kept") + result.stat("simhash/dropped") + errors == pages
+
+
+FAST_TIMEOUTS = ("SIMHASH_CONNECT_TIMEOUT=2", "SIMHASH_STATEMENT_TIMEOUT=2")
+
+
+def test_a_frozen_database_passes_items_and_recovers(cluster: Cluster, tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    info = build_cluster_site(root, clusters=25, members=4, indexes=1)
+    feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
+    with serve(root, delay=0.3) as base:  # slow enough that pages are left to decide once it is thawed
+        crawl = start_crawl(
+            f"{base}/{info['indexes'][0]}",
+            cluster.url,
+            log,
+            "CONCURRENT_REQUESTS=2",
+            "SIMHASH_ON_DB_ERROR=pass",
+            *FAST_TIMEOUTS,
+            feeds(feed),
+        )
+        _wait_for_decisions(cluster.url, 8)
+        cluster.freeze()
+        try:
+            deadline = time.monotonic() + 60
+            while "no answer within" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            frozen_for = time.monotonic()
+            time.sleep(2)  # items keep flowing (passed through) while the server is frozen
+        finally:
+            cluster.thaw()
+        before = decided(cluster.url)
+        result = _result(crawl, log, feed)
+    assert result.returncode == 0, result.log[-3000:]
+    assert "Traceback" not in result.log and "'finish_reason': 'finished'" in result.log
+    assert "no answer within" in result.log and time.monotonic() > frozen_for
+    errors = result.stat("simhash/errors/db")
+    assert errors >= 1
+    assert decided(cluster.url) > before  # deduplicating again once the server was thawed
+    pages = sum(len(c) for c in info["clusters"]) + 1
+    assert result.stat("simhash/kept") + result.stat("simhash/dropped") + errors == pages
+
+
+def test_a_frozen_database_at_start_closes_the_spider_in_time(cluster: Cluster, tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    info = build_cluster_site(root, clusters=2, members=2, indexes=1)
+    log = tmp_path / "crawl.log"
+    cluster.freeze()
+    try:
+        with serve(root) as base:
+            started = time.monotonic()
+            crawl = start_crawl(f"{base}/{info['indexes'][0]}", cluster.url, log, *FAST_TIMEOUTS)
+            _, stderr = crawl.communicate(timeout=120)
+            took = time.monotonic() - started
+    finally:
+        cluster.thaw()
+    text = log.read_text() + stderr
+    assert crawl.returncode == 1 and "'finish_reason': 'simhash_index_unavailable'" in text
+    assert "Traceback" not in text
+    assert took < 60, took  # a guard against the old hang (130 s), not a measurement
+
+
+def test_report_commands_on_a_frozen_database_fail_in_time(cluster: Cluster) -> None:
+    cluster.freeze()
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", "from simhash_index.cli import main; main()", "stats", "--db", cluster.url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        took = time.monotonic() - started
+    finally:
+        cluster.thaw()
+    assert done.returncode == 2 and done.stderr.startswith("Error: ") and "s3cret" not in done.stderr
+    assert took < 60, took  # a guard against a hang, not a measurement

@@ -96,8 +96,9 @@ def _format(fmt: str | None, piped: str = "jsonl") -> str:
 
 
 def open_index(db: str, *, create: bool = False, max_distance: int = defaults.MAX_DISTANCE) -> Index:
-    """The index at `db`, closed when the command ends. Read-only commands never create anything."""
-    index = open_backend(db, create=create, scheme=None, max_distance=max_distance)
+    """The index at `db`, closed when the command ends. Commands that only read open it
+    read-only: they never create or change anything (not even a file's journal mode)."""
+    index = open_backend(db, create=create, read_only=not create, scheme=None, max_distance=max_distance)
     return click.get_current_context().with_resource(index)
 
 

@@ -138,6 +138,10 @@ class Index(ABC):
         return self._neighbourhood(check_key(key), as_signature(signature))
 
     @abstractmethod
+    def ping(self) -> None:
+        """Reach the server once: IndexUnavailableError when it does not answer in time."""
+
+    @abstractmethod
     def __len__(self) -> int:
         """Pages stored."""
 

@@ -25,6 +25,9 @@ def open_index(
     layout: str | None = None,
     block_assignment: str | None = None,
     prefix: str | None = None,
+    read_only: bool = False,
+    connect_timeout: float = defaults.CONNECT_TIMEOUT_S,
+    statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -34,8 +37,13 @@ def open_index(
     layout, block_assignment: an SQL table's lookup layout, chosen when it is created
     ("blocks" by default, or "halves"; "contiguous" or "interleaved" blocks); an existing
     index keeps its own. prefix: the Redis key prefix (or `?prefix=` in the URL).
+    read_only: open an existing index without writing anything to it, ever (reports).
+    connect_timeout, statement_timeout: seconds a connection and a call may take before they
+    fail with IndexUnavailableError, even when the server hangs.
     """
     policy = Policy(max_distance, min_similarity)
+    if read_only:
+        create = False
     if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
         if layout is not None or block_assignment is not None:
             raise ValueError(
@@ -47,16 +55,27 @@ def open_index(
             return MemoryIndex(url, policy=policy, scheme=scheme)
         from .redis.backend import RedisIndex
 
-        return RedisIndex(url, policy=policy, scheme=scheme, create=create, prefix=prefix)
+        return RedisIndex(
+            url,
+            policy=policy,
+            scheme=scheme,
+            create=create,
+            prefix=prefix,
+            read_only=read_only,
+            connect_timeout=connect_timeout,
+            statement_timeout=statement_timeout,
+        )
     if prefix is not None:
         raise ValueError("prefix is a Redis key prefix; an SQL index has none")
     from .sql.backend import SqlIndex
+    from .sql.engine import Access
     from .sql.layouts import Layout
 
     chosen = None
     if layout is not None or block_assignment is not None:
         chosen = Layout(layout or defaults.LAYOUT, block_assignment or defaults.BLOCK_ASSIGNMENT)  # type: ignore[arg-type]
-    return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen)
+    access = Access(read_only, connect_timeout, statement_timeout)
+    return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen, access=access)
 
 
 def SimhashIndex(url: str | URL = defaults.DATABASE_URL, **options: Any) -> Index:  # noqa: N802 - the name users know

@@ -49,6 +49,9 @@ class MemoryIndex(Index):
     def __len__(self) -> int:
         return len(self._pages)
 
+    def ping(self) -> None:
+        pass
+
     def describe(self) -> Description:
         return Description("memory", SCHEMA_VERSION)
 

@@ -8,7 +8,10 @@ opened, and every database call made, off it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -22,7 +25,7 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 from w3lib.url import canonicalize_url
 
-from ..errors import SchemeMismatchError, SimhashIndexError
+from ..errors import IndexUnavailableError, SchemeMismatchError, SimhashIndexError
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.pages import Page, PageJob, PageSetup, analyse
 from ..fingerprinting.simhash import to_hex
@@ -37,6 +40,7 @@ from .settings import PipelineSettings
 from .stats import Outcomes
 
 T = TypeVar("T")
+PROBE_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
 
 
@@ -67,6 +71,7 @@ class SimhashDedupPipeline:
         self._threads: ThreadPool | None = None
         self._warned: set[str] = set()
         self._stored_at_start = 0
+        self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDedupPipeline:
@@ -121,6 +126,8 @@ class SimhashDedupPipeline:
             scheme=self.fingerprinter.scheme,
             layout=settings.layout,
             block_assignment=settings.block_assignment,
+            connect_timeout=settings.connect_timeout,
+            statement_timeout=settings.statement_timeout,
         )
         try:
             self._stored_at_start = len(self.index)
@@ -150,10 +157,8 @@ class SimhashDedupPipeline:
             self.pool = None
         if self.index is not None:
             stored = None
-            try:
+            with contextlib.suppress(SimhashIndexError):  # the summary goes out with or without the count
                 stored = len(self.index)
-            except SimhashIndexError:
-                pass
             logger.info("%s", self.outcomes.summary(stored))
             if self.outcomes.total() == 0:
                 logger.warning("simhash: no item reached the pipeline: did the crawl fetch anything?")
@@ -309,11 +314,37 @@ class SimhashDedupPipeline:
         return item
 
     def _decide(self, batch: Sequence[tuple[str, Signature]]) -> list[Match | None]:
-        """The writer thread's call: the batch checked and stored in one transaction."""
+        """The writer thread's call: the batch checked and stored in one transaction.
+
+        Once the index could not be reached, batches fail at once, without waiting for a
+        server that is down (a frozen one costs a statement timeout a call): items pass
+        through (SIMHASH_ON_DB_ERROR=pass) without delay while a probe pings the index every
+        PROBE_EVERY_S seconds, and dedup resumes as soon as it answers.
+        """
         index = self.index
         if index is None:
             raise SimhashIndexError("the index is closed")
-        return index.check_and_add_many(batch)
+        outage = self._outage
+        if outage is not None:
+            raise IndexUnavailableError(f"{outage} (waiting for it to answer again)")
+        try:
+            return index.check_and_add_many(batch)
+        except IndexUnavailableError as exc:
+            self._outage = str(exc)
+            threading.Thread(target=self._probe, args=(index,), name="simhash-probe", daemon=True).start()
+            raise
+
+    def _probe(self, index: Index) -> None:
+        """Ping the index until it answers (or the pipeline stops), then let batches through again."""
+        while self.index is index:
+            time.sleep(PROBE_EVERY_S)
+            try:
+                index.ping()
+            except SimhashIndexError:
+                continue
+            logger.info("simhash: the index answers again; deduplicating")
+            self._outage = None
+            return
 
     # -- failures and helpers ---------------------------------------------------------
 

@@ -41,6 +41,8 @@ class PipelineSettings:
     workers: int = field(default_factory=default_size)
     worker_timeout: float = defaults.WORKER_TIMEOUT_S
     batch_size: int = defaults.BATCH_SIZE
+    connect_timeout: float = defaults.CONNECT_TIMEOUT_S
+    statement_timeout: float = defaults.STATEMENT_TIMEOUT_S
     extract: ExtractOptions = field(default_factory=ExtractOptions)
 
     @classmethod
@@ -64,6 +66,8 @@ class PipelineSettings:
             workers=read.integer("WORKERS", default_size(), 0, None),
             worker_timeout=read.number("WORKER_TIMEOUT", defaults.WORKER_TIMEOUT_S, 1e-3, None),
             batch_size=read.integer("BATCH_SIZE", defaults.BATCH_SIZE, 1, None),
+            connect_timeout=read.number("CONNECT_TIMEOUT", defaults.CONNECT_TIMEOUT_S, 0.1, None),
+            statement_timeout=read.number("STATEMENT_TIMEOUT", defaults.STATEMENT_TIMEOUT_S, 0.1, None),
             extract=_extract_options(settings),
         )
         if (values.layout or values.block_assignment) and not values.database_url.startswith(("sqlite", "postgres")):

@@ -88,16 +88,20 @@ class RedisIndex(Index):
         scheme: str | None = DEFAULT.scheme,
         create: bool = True,
         prefix: str | None = None,
+        read_only: bool = False,
+        connect_timeout: float = defaults.CONNECT_TIMEOUT_S,
+        statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
     ) -> None:
         connect_to, self.prefix = split_url(url, prefix)
         self._typed = url
         self.url = urls.masked(url)
         self.policy = policy
+        self.read_only = read_only
         try:
+            # Opened with the connect timeout for every call, so that a TLS handshake with a server
+            # that never answers it (rediss:// to a plain port) fails as fast as a connection.
             self._client = redis.Redis.from_url(
-                connect_to,
-                socket_connect_timeout=defaults.CONNECT_TIMEOUT_S,
-                socket_timeout=defaults.STATEMENT_TIMEOUT_S,
+                connect_to, socket_connect_timeout=connect_timeout, socket_timeout=connect_timeout
             )
             pool = self._client.connection_pool
             pool.connection_class(**pool.connection_kwargs)  # an unknown ?option= fails here, before any call
@@ -110,7 +114,7 @@ class RedisIndex(Index):
             raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: {self._scrub(exc)}") from None
         self._script = self._client.register_script(_SCRIPT)
         try:
-            self.scheme = self._open(scheme, create)
+            self.scheme = self._open(scheme, create and not read_only)
         except SimhashIndexError as exc:
             self._client.close()
             if type(exc) is SimhashIndexError:  # e.g. a database number the server does not have
@@ -119,6 +123,11 @@ class RedisIndex(Index):
         except BaseException:
             self._client.close()
             raise
+        self._client.close()  # from here on, calls may take the statement timeout
+        self._client = redis.Redis.from_url(
+            connect_to, socket_connect_timeout=connect_timeout, socket_timeout=statement_timeout
+        )
+        self._script = self._client.register_script(_SCRIPT)
 
     def __repr__(self) -> str:
         return f"RedisIndex({self.url!r}, prefix={self.prefix!r}, max_distance={self.max_distance})"
@@ -173,6 +182,10 @@ class RedisIndex(Index):
 
     # -- the interface -------------------------------------------------------------------
 
+    def ping(self) -> None:
+        with self._talking():
+            self._client.ping()
+
     def __len__(self) -> int:
         with self._talking():
             return int(self._client.hlen(self._key("ids")))
@@ -180,7 +193,14 @@ class RedisIndex(Index):
     def describe(self) -> Description:
         return Description("redis", SCHEMA_VERSION)
 
+    def _writable(self) -> None:
+        if self.read_only:
+            raise SimhashIndexError(
+                f"{self.url} (prefix {self.prefix!r}) was opened read-only: open it with read_only=False"
+            )
+
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+        self._writable()
         now = _micros(datetime.now(timezone.utc))
         arguments = [argument for key, signature in pages for argument in _page_args(key, signature)]
         with self._talking():
@@ -188,6 +208,7 @@ class RedisIndex(Index):
         return [_match(answer) for answer in found]
 
     def _add_many(self, pages: Sequence[Page]) -> None:
+        self._writable()
         now = _micros(datetime.now(timezone.utc))
         with self._talking():
             pipe = self._client.pipeline(transaction=False)

@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
@@ -37,7 +36,17 @@ from ..records import (
 )
 from . import batch
 from .bulk import SqlInsertionSession
-from .engine import WRITE, is_memory, open_engine, open_read_engine, parse_url
+from .engine import (
+    DEFAULT_ACCESS,
+    WRITE,
+    Access,
+    call_deadline,
+    is_memory,
+    open_engine,
+    open_read_engine,
+    parse_url,
+    sqlite_path,
+)
 from .layouts import Layout
 from .opening import open_tables
 from .schema import tables
@@ -68,10 +77,14 @@ class SqlIndex(Index):
         scheme: str | None = DEFAULT.scheme,
         create: bool = True,
         layout: Layout | None = None,
+        access: Access = DEFAULT_ACCESS,
     ) -> None:
+        if create and access.read_only:
+            raise ValueError("an index opened read-only cannot be created: pass create=False")
         self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
         self.url = urls.masked(self._typed)
         self.policy = policy
+        self.access = access
         self.keys_unique = True  # False during a bulk load that dropped the key-hash index
         self.sqlalchemy_url, layout = _layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
@@ -81,8 +94,8 @@ class SqlIndex(Index):
             path = sqlite_path(self.sqlalchemy_url)
             if not path.is_file():  # connecting would create it
                 raise IndexNotFoundError(f"{self.url}: no such database file {str(path.absolute())!r}")
-        self._engine = open_engine(self.sqlalchemy_url)
-        self._reads = open_read_engine(self.sqlalchemy_url, self._engine)
+        self._engine = open_engine(self.sqlalchemy_url, access)
+        self._reads = open_read_engine(self.sqlalchemy_url, self._engine, access)
         self._lock: AbstractContextManager[Any] = threading.RLock() if is_memory(self.sqlalchemy_url) else nullcontext()
         try:
             with self.transaction(write=create) as conn:
@@ -118,8 +131,27 @@ class SqlIndex(Index):
             options["isolation_level"] = "AUTOCOMMIT"
         with self._errors_named(), self._lock, self._engine.connect() as conn:
             conn = conn.execution_options(**options)
-            with conn.begin():
+            with self._deadline(conn.connection.dbapi_connection), conn.begin():
                 yield conn
+
+    @contextmanager
+    def _deadline(self, dbapi_connection: Any) -> Iterator[None]:
+        """PostgreSQL: a call still blocked past the statement timeout (a frozen server) fails."""
+        if self.dialect != "postgresql":
+            yield
+            return
+        timeout = self.access.statement_timeout
+        seconds = timeout + max(1.0, 0.1 * timeout)  # the server's own statement_timeout comes first
+        with call_deadline(dbapi_connection, seconds) as fired:
+            try:
+                yield
+            except (DBAPIError, self._engine.dialect.loaded_dbapi.Error) as exc:
+                if fired[0]:
+                    raise IndexUnavailableError(
+                        f"database {self.url} is unavailable: no answer within {seconds:g} s "
+                        "(statement_timeout, SIMHASH_STATEMENT_TIMEOUT)"
+                    ) from exc
+                raise
 
     @contextmanager
     def _single_read(self) -> Iterator[RawConnection]:
@@ -132,8 +164,9 @@ class SqlIndex(Index):
             except self._reads.dialect.loaded_dbapi.Error as exc:  # the pool does not wrap these
                 raise IndexUnavailableError(f"database {self.url} is unavailable: {self._scrub(exc)}") from exc
             try:
-                yield RawConnection(self._reads.dialect, raw)
-            except DBAPIError:
+                with self._deadline(raw.dbapi_connection):
+                    yield RawConnection(self._reads.dialect, raw)
+            except (DBAPIError, IndexUnavailableError):
                 raw.invalidate()
                 raise
             finally:
@@ -153,6 +186,10 @@ class SqlIndex(Index):
 
     # -- the interface -------------------------------------------------------------------
 
+    def ping(self) -> None:
+        with self._single_read() as conn:
+            fetch(conn, "SELECT 1", ())
+
     def __len__(self) -> int:
         with self._single_read() as conn:
             return int(fetch(conn, "SELECT count(*) FROM simhash_documents", ())[0][0])
@@ -160,16 +197,23 @@ class SqlIndex(Index):
     def describe(self) -> Description:
         return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
 
+    def _writable(self) -> None:
+        if self.access.read_only:
+            raise SimhashIndexError(f"{self.url} was opened read-only: open it with read_only=False to write")
+
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+        self._writable()
         with self.transaction() as conn:
             return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
 
     def insertion_session(
         self, *, batch_size: int = defaults.BULK_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
     ) -> SqlInsertionSession:
+        self._writable()
         return SqlInsertionSession(self, batch_size=batch_size, on_batch=on_batch)
 
     def _add_many(self, pages: Sequence[Page]) -> None:
+        self._writable()
         with self.transaction() as conn:
             when = db_time(self.dialect, now())
             rows = [document_row(self.layout, key, signature, when) for key, signature in pages]
@@ -318,14 +362,6 @@ def _layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]
             f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}"
         )
     return url.difference_update_query(["layout", "block_assignment"]), given
-
-
-def sqlite_path(url: URL) -> Path:
-    """The file of an SQLite URL: its database, or the path of a `file:` URI (`?uri=true`)."""
-    database = url.database or ""
-    if url.query.get("uri") and database.startswith("file:"):
-        database = database.removeprefix("file:").split("?", 1)[0]
-    return Path(database)
 
 
 def _make_parent_folder(url: URL, shown: str) -> None:

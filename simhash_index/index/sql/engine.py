@@ -8,21 +8,29 @@ a check reads (`advisory_lock_keys`), taken in sorted order.
 
 from __future__ import annotations
 
+import math
+import os
+import socket
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
-from ... import urls
+from ... import defaults, urls
 from ...errors import IndexUnavailableError
 from ...fingerprinting.fingerprinter import Signature
 from .layouts import contiguous_blocks
 
 WRITE = "simhash_write"  # execution option: this transaction will write
-SQLITE_BUSY_TIMEOUT_S = 60
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
 SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
@@ -53,6 +61,12 @@ def parse_url(url: str | URL) -> URL:
             f"url {urls.masked(text)!r}: only sqlite:// and postgresql:// databases are supported "
             "(and redis:// servers)"
         )
+    options = set(parsed.query) - {"uri", "layout", "block_assignment"}
+    if backend == "sqlite" and options and not parsed.query.get("uri"):
+        raise IndexUnavailableError(
+            f"url {urls.masked(text)!r}: SQLite takes URI options ({', '.join(sorted(options))}) only with uri=true, "
+            "e.g. sqlite:///x.db?mode=ro&uri=true (the report commands open read-only by themselves)"
+        )
     if parsed.get_driver_name() != _DRIVERS[backend]:
         raise IndexUnavailableError(
             f"url {urls.masked(text)!r}: the driver {parsed.get_driver_name()!r} is not supported; "
@@ -65,56 +79,91 @@ def is_memory(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def open_engine(url: URL) -> Engine:
+@dataclass(frozen=True)
+class Access:
+    """How an index is opened: read-only or not, and how long a connection and a statement
+    may take (a frozen server must fail a call, not hang it)."""
+
+    read_only: bool = False
+    connect_timeout: float = defaults.CONNECT_TIMEOUT_S
+    statement_timeout: float = defaults.STATEMENT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout", "statement_timeout"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds; got {value!r}")
+
+
+DEFAULT_ACCESS = Access()
+
+
+def open_engine(url: URL, access: Access) -> Engine:
     if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url)
+        return _sqlite_engine(url, access)
     # No pre-ping (a round trip per checkout): a connection lost with the server raises a
     # disconnect error, which invalidates the pool, and the next checkout reconnects.
-    return create_engine(url, isolation_level="READ COMMITTED")
+    return create_engine(url, isolation_level="READ COMMITTED", connect_args=_postgres_arguments(url, access))
 
 
-def open_read_engine(url: URL, engine: Engine) -> Engine:
+def open_read_engine(url: URL, engine: Engine, access: Access) -> Engine:
     """Where single read statements (lookups) run, in a pool of their own.
 
     PostgreSQL: connections that stay in autocommit mode, so a lookup costs one round trip and
     no mode switches. SQLite (in autocommit mode already): connections that read the file through
     a memory map, up to SQLite's default 2 GB cap, rather than read() calls into each connection's
-    cache. A lookup probes ~66 random index pages, which past a few million pages no longer fit the
-    cache (10M pages: 5,900 -> 7,400 queries/s). Mapped pages count in the process's RSS (about
-    1 GB at 10M pages), though they are the kernel's file cache, shared and reclaimable: only the
-    lookups map, not writes and bulk loads. An in-memory SQLite database has one connection.
+    cache: past a few million pages a lookup's index pages no longer fit the cache. Mapped pages
+    count in the process's RSS, though they are the kernel's file cache, shared and reclaimable:
+    only the lookups map, not writes and bulk loads. An in-memory SQLite database has one connection.
     """
     if is_memory(url):
         return engine
     if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, memory_map=True)
-    return create_engine(url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None)
+        return _sqlite_engine(url, access, memory_map=True)
+    arguments = _postgres_arguments(url, access)
+    return create_engine(url, isolation_level="AUTOCOMMIT", pool_reset_on_return=None, connect_args=arguments)
 
 
-def _sqlite_engine(url: URL, *, memory_map: bool = False) -> Engine:
-    connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
+def _postgres_arguments(url: URL, access: Access) -> dict[str, Any]:
+    """libpq's connect timeout, and the server's statement timeout (and read-only transactions),
+    added to the URL's own `options`."""
+    options = [str(url.query.get("options", "")), f"-c statement_timeout={int(access.statement_timeout * 1000)}"]
+    if access.read_only:
+        options.append("-c default_transaction_read_only=on")
+    return {"connect_timeout": max(1, math.ceil(access.connect_timeout)), "options": " ".join(o for o in options if o)}
+
+
+def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Engine:
+    busy_ms = int(access.statement_timeout * 1000)
+    connect_args: dict[str, Any] = {"timeout": access.statement_timeout, "check_same_thread": False}
     if is_memory(url):
         engine = create_engine(url, connect_args=connect_args, poolclass=StaticPool)
+    elif access.read_only:  # a URI with mode=ro: nothing is created or changed, not even the journal mode
+        address = read_only_uri(sqlite_path(url))
+        engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(address, uri=True, **connect_args))
     else:
         engine = create_engine(url, connect_args=connect_args)
 
     @event.listens_for(engine, "connect")
-    def _setup(dbapi_connection, _record):
+    def _setup(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        _switch_to_wal(cursor)
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        if access.read_only:
+            cursor.execute("PRAGMA query_only=1")
+        else:
+            _switch_to_wal(cursor, access.statement_timeout)
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the
+            # files, and with frequent commits those syncs took a fifth of a check's time.
+            # After a checkpoint the WAL file is cut back to 64 MiB.
+            cursor.execute("PRAGMA wal_autocheckpoint=10000")
+            cursor.execute("PRAGMA journal_size_limit=67108864")
         # 64 MiB page cache (the default is 2 MiB): index inserts land on random pages,
         # and with a million fingerprints stored a small cache rereads them for every row.
         cursor.execute("PRAGMA cache_size=-65536")
         if memory_map:  # see open_read_engine
             cursor.execute("PRAGMA mmap_size=2147418112")
-        # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the
-        # files, and with a commit per check_and_add those syncs took a fifth of its time.
-        # After a checkpoint the WAL file is cut back to 64 MiB.
-        cursor.execute("PRAGMA wal_autocheckpoint=10000")
-        cursor.execute("PRAGMA journal_size_limit=67108864")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -127,11 +176,32 @@ def _sqlite_engine(url: URL, *, memory_map: bool = False) -> Engine:
     return engine
 
 
-def _switch_to_wal(cursor) -> None:
+def sqlite_path(url: URL) -> Path:
+    """The file of an SQLite URL: its database, or the path of a `file:` URI (`?uri=true`)."""
+    database = url.database or ""
+    if url.query.get("uri") and database.startswith("file:"):
+        database = database.removeprefix("file:").split("?", 1)[0]
+    return Path(database)
+
+
+def read_only_uri(path: Path) -> str:
+    """An SQLite URI that opens a file read-only; on a read-only file system also `immutable`
+    (SQLite could not create the shared-memory file a WAL database needs, and nobody can write there)."""
+    absolute = path.absolute()
+    uri = f"{absolute.as_uri()}?mode=ro"
+    try:
+        if os.statvfs(absolute.parent).f_flag & os.ST_RDONLY:
+            uri += "&immutable=1"
+    except OSError:
+        pass
+    return uri
+
+
+def _switch_to_wal(cursor: Any, timeout: float) -> None:
     """PRAGMA journal_mode=WAL, retried: switching a new file needs an exclusive lock, and
     SQLite answers "database is locked" at once (ignoring the busy timeout) when another
     connection is doing the same, as crawlers started together on a new file do."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    deadline = time.monotonic() + timeout
     while True:
         try:
             cursor.execute("PRAGMA journal_mode=WAL")
@@ -140,6 +210,36 @@ def _switch_to_wal(cursor) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+@contextmanager
+def call_deadline(connection: Any, seconds: float) -> Iterator[list[bool]]:
+    """Abort a PostgreSQL call still blocked after `seconds`, by shutting its socket down.
+
+    The server's statement_timeout cannot help when the server itself is stopped or cut off
+    (its kernel still acknowledges the packets): the blocked read then fails at once, and the
+    connection is discarded. Yields a flag list, [True] when the deadline struck.
+    """
+    fired = [False]
+    descriptor = connection.pgconn.socket if hasattr(connection, "pgconn") else None
+
+    def strike() -> None:
+        fired[0] = True
+        try:
+            with socket.socket(fileno=os.dup(descriptor)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    timer = threading.Timer(seconds, strike) if descriptor is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield fired
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def advisory_lock_keys(signature: Signature, key_hash: int) -> list[tuple[int, int]]:
