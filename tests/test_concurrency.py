@@ -7,11 +7,12 @@ import queue
 import random
 import threading
 import traceback
+from functools import partial
 
 import pytest
 import xxhash
 
-from simhash_index import SimhashIndex, hamming
+from simhash_index import Signature, SimhashIndex, hamming
 
 PROCESSES = 4
 ROUNDS = 3
@@ -36,17 +37,24 @@ def make_groups(rng: random.Random) -> list[list[int]]:
     return [[base] + [base ^ (1 << bit) for bit in rng.sample(range(64), MEMBERS - 1)] for base in bases]
 
 
-def check_rounds(rounds: list[tuple[str, list[tuple[str, int, int]]]], barrier, results) -> None:
-    """Worker: for each round, wait for the others, then check_and_add every item; report what each call returned."""
+def check_rounds(rounds: list[tuple[str, list[tuple[str, int, int]]]], barrier, results, batch: int = 1) -> None:
+    """Worker: for each round, wait for the others, then check_and_add every item (in batches
+    of `batch` with check_and_add_many when more than 1); report what each call returned."""
     for number, (url, items) in enumerate(rounds):
         try:
             index = SimhashIndex(url, create=False)
             try:
                 barrier.wait(timeout=TIMEOUT_S)
                 returned = {}
-                for key, fingerprint, text_hash in items:
-                    match = index.check_and_add(key, fingerprint, text_hash=text_hash)
-                    returned[key] = None if match is None else (match.key, match.distance, match.exact)
+                for start in range(0, len(items), batch):
+                    chunk = items[start : start + batch]
+                    if batch == 1:
+                        key, fingerprint, text_hash = chunk[0]
+                        matches = [index.check_and_add(key, fingerprint, text_hash=text_hash)]
+                    else:
+                        matches = index.check_and_add_many((k, Signature(fp, th)) for k, fp, th in chunk)
+                    for (key, _, _), match in zip(chunk, matches):
+                        returned[key] = None if match is None else (match.key, match.distance, match.exact)
             finally:
                 index.close()
         except BaseException:
@@ -101,7 +109,8 @@ def run_workers(target, per_worker: list, expected_reports: int) -> list[tuple[i
     return reports
 
 
-def test_concurrent_check_and_add(fresh_db_urls):
+@pytest.mark.parametrize("batch", [1, 8])
+def test_concurrent_check_and_add(fresh_db_urls, batch):
     # every process gets every member of every group, under its own keys, in its own order;
     # the same member has the same text (text hash) in every process: an exact duplicate
     rounds = []  # (url, pages: key -> (group, fingerprint, text_hash), work per process)
@@ -125,7 +134,7 @@ def test_concurrent_check_and_add(fresh_db_urls):
         rounds.append((url, pages, work))
 
     per_worker = [[(url, work[process]) for url, _, work in rounds] for process in range(PROCESSES)]
-    reports = run_workers(check_rounds, per_worker, PROCESSES * ROUNDS)
+    reports = run_workers(partial(check_rounds, batch=batch), per_worker, PROCESSES * ROUNDS)
 
     for number, (url, pages, _) in enumerate(rounds):
         returned = {key: value for n, _, detail in reports if n == number for key, value in detail.items()}

@@ -693,3 +693,60 @@ def test_a_logged_duplicate_is_found_by_its_key(db_url):
         assert index.duplicate("https://a/") is None and index.duplicate("https://nowhere/") is None
         assert index.check_and_add("https://a-copy/", b ^ (0b111 << 40)) is not None  # logged again, against b now
         assert index.duplicate("https://a-copy/").duplicate_of == "https://b/"
+
+
+# -- batches: the same answers as one page at a time ----------------------------------------------
+
+
+@st.composite
+def batched_operations(draw):
+    """Pages near a few centres (keys repeat, texts collide, sketches around 0.88), cut into batches."""
+    centres = draw(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=3))
+    base = bytes(range(256))
+    pages = []
+    for _ in range(draw(st.integers(1, 30))):
+        key = draw(st.sampled_from("abcdefghij"))
+        fp = flip(draw(st.sampled_from(centres)), draw(st.sets(st.integers(0, 63), max_size=5)))
+        text_hash = draw(st.sampled_from([None, 1, 2, 3]))
+        changed = draw(st.integers(0, 60))  # slots that differ from the base sketch: similarity 1.0 to ~0.77
+        sketch = draw(st.sampled_from([None, bytes((b + 1) % 256 if i < changed else b for i, b in enumerate(base))]))
+        pages.append((key, Signature(fp, text_hash, sketch, exact_only=text_hash == 1)))
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(pages) - 1)), max_size=6)))
+    return pages, cuts
+
+
+def test_batches_decide_as_pages_one_at_a_time(db_url):
+    """check_and_add_many over any cut of a sequence answers and stores as check_and_add on
+    each page in order, on the memory index that follows rule.py."""
+    index = SimhashIndex(db_url)
+    try:
+
+        @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(batched_operations())
+        def check(case):
+            pages, cuts = case
+            empty(db_url)
+            with SimhashIndex("memory://") as model:
+                expected = [model.check_and_add(key, sig) for key, sig in pages]
+                got = []
+                for start, end in zip([0, *cuts], [*cuts, len(pages)]):
+                    got += index.check_and_add_many(pages[start:end])
+                assert [_answer(m) for m in got] == [_answer(m) for m in expected]
+                for key in "abcdefghij":
+                    assert index.get(key) == model.get(key)
+                assert _log(index) == _log(model)
+
+        check()
+    finally:
+        index.close()
+
+
+def _answer(match):
+    if match is None:
+        return None
+    similarity = None if match.similarity is None else round(match.similarity, 9)
+    return (match.key, match.fingerprint, match.distance, match.exact, similarity)
+
+
+def _log(index):
+    return {d.key: (d.duplicate_of, d.distance, d.exact, d.fingerprint) for d in index.duplicates()}

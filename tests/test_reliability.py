@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -120,7 +121,16 @@ def test_sigkill_mid_crawl_leaves_a_consistent_index(sqlite_url: str, tmp_path: 
     jobdir = tmp_path / "job"
     with serve(root, delay=0.1) as base:
         start = f"{base}/{info['indexes'][0]}"
-        crawl = start_crawl(start, sqlite_url, tmp_path / "killed.log", f"JOBDIR={jobdir}", "CONCURRENT_REQUESTS=4")
+        feed = tmp_path / "killed.jsonl"
+        crawl = start_crawl(
+            start,
+            sqlite_url,
+            tmp_path / "killed.log",
+            f"JOBDIR={jobdir}",
+            "CONCURRENT_REQUESTS=4",
+            "FEED_EXPORT_BATCH_ITEM_COUNT=0",
+            "FEEDS=" + json.dumps({str(feed): {"format": "jsonl"}}),
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if decided(sqlite_url) >= 15:
@@ -131,6 +141,9 @@ def test_sigkill_mid_crawl_leaves_a_consistent_index(sqlite_url: str, tmp_path: 
         stored, dropped = db_state(sqlite_url)
         assert 15 <= len(stored) + len(dropped) < 60  # killed mid-way
         assert_consistent(sqlite_url, base, info["clusters"], complete=False)
+        # an item is passed on only after its batch committed: every page the feed got is stored
+        passed_on = [json.loads(line)["url"] for line in feed.read_text().splitlines() if line.endswith("}")]
+        assert all(url in stored for url in passed_on if not url.endswith(info["indexes"][0]))
 
         # The rerun revisits pages the killed run already decided on: stored pages stay
         # stored (not duplicates of themselves), logged ones are dropped again.

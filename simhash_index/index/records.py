@@ -112,6 +112,8 @@ def key_hash(key: str) -> int:
 def as_u64(value: object, name: str = "fingerprint") -> int:
     """An unsigned 64-bit value as a plain int: any integral type (NumPy's too) is accepted;
     anything else is refused with a message naming the argument."""
+    if type(value) is int and 0 <= value <= MASK64:  # the usual case, first
+        return value
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         hint = " (parse hex with simhash_index.fingerprinting.simhash.from_hex)" if isinstance(value, str) else ""
         raise TypeError(f"{name} must be an unsigned 64-bit integer; got {type(value).__name__} {value!r}{hint}")

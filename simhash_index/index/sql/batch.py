@@ -12,15 +12,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
-from ..records import Match, Policy, StoredPage, key_hash, to_signed
+from ..records import MASK64, Match, Policy, StoredPage, key_hash, to_signed
 from .engine import advisory_lock_keys
-from .layouts import Layout
+from .layouts import Layout, contiguous_blocks
 from .statements import (
     MARKS,
     PAGE_COLUMNS,
@@ -55,13 +56,13 @@ def check_and_add_many(
             signature,
             own=stored.own(key),
             same_text=stored.same_text(signature.text_hash),
-            nearby=stored.nearby(position),
+            nearby=stored.nearby(position, signature),
             policy=policy,
         )
         if decision.match is not None:
             logged[key] = (signature, decision.match)
         elif decision.store:
-            documents[key] = document_row(layout, key, signature, when)
+            documents[key] = document_row(layout, key, signature, when, stored.hashes[key])
             stored.add(key, signature)
             logged.pop(key, None)
         answers.append(decision.match)
@@ -89,9 +90,9 @@ class Stored:
 
     def __init__(self, conn: Connection, layout: Layout, pages: Sequence[Page], max_distance: int) -> None:
         dialect = conn.dialect.name
-        self._dialect = dialect
-        hashes = sorted({key_hash(key) for key, _ in pages})
-        rows = fetch(conn, pages_where(dialect, "key_hash", len(hashes)), in_parameters(dialect, hashes))
+        self.hashes = {key: key_hash(key) for key, _ in pages}
+        wanted = sorted(set(self.hashes.values()))
+        rows = fetch(conn, pages_where(dialect, "key_hash", len(wanted)), in_parameters(dialect, wanted))
         self._by_key = {page.key: page for page in (row_page(row, dialect) for row in rows)}
         texts = sorted({to_signed(s.text_hash) for _, s in pages if s.text_hash is not None})
         self._by_text: dict[int, list[StoredPage]] = {}
@@ -102,6 +103,8 @@ class Stored:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
         self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
+        # the batch's own near-matchable pages by block value: a page within 3 bits shares one
+        self._batch_blocks: list[dict[int, set[str]]] = [{} for _ in range(4)]
 
     def own(self, key: str) -> StoredPage | None:
         return self._batch.get(key) or self._by_key.get(key)
@@ -112,13 +115,24 @@ class Stored:
         found = [page for page in self._by_text.get(text_hash, ()) if page.key not in self._batch]
         return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
 
-    def nearby(self, position: int) -> list[StoredPage]:
-        return [page for page in self._near[position] if page.key not in self._batch] + list(self._batch.values())
+    def nearby(self, position: int, signature: Signature) -> list[StoredPage]:
+        found = [page for page in self._near[position] if page.key not in self._batch]
+        if signature.near_matchable and self._batch:
+            assert signature.simhash is not None
+            keys: set[str] = set()
+            for i, value in enumerate(contiguous_blocks(signature.simhash)):
+                keys |= self._batch_blocks[i].get(value, set())
+            found += [self._batch[key] for key in keys if key in self._batch]
+        return found
 
     def add(self, key: str, signature: Signature) -> None:
         known = self.own(key)
         order = known.order if known is not None else _BATCH_ORDER + len(self._batch)
         self._batch[key] = StoredPage(key, signature, order)
+        if signature.near_matchable:
+            assert signature.simhash is not None
+            for i, value in enumerate(contiguous_blocks(signature.simhash)):
+                self._batch_blocks[i].setdefault(value, set()).add(key)
 
     def row_id(self, key: str) -> int | None:
         """The row id of a page read from the database (None: stored by this batch)."""
@@ -133,24 +147,28 @@ def near_pages(
     dialect = conn.dialect.name
     if dialect == "postgresql":
         return _near_postgres(conn, layout, signatures, max_distance)
-    near_ids: list[set[int]] = []
-    statement = layout.candidates_sql(dialect)
-    for signature in signatures:
-        ids: set[int] = set()
-        if signature.near_matchable:
-            assert signature.simhash is not None
-            fingerprint = signature.simhash
-            for row_id, stored, exact_only in fetch(conn, statement, layout.candidates_parameters(fingerprint)):
-                if not exact_only and ((stored ^ fingerprint) & 0xFFFFFFFFFFFFFFFF).bit_count() <= max_distance:
-                    ids.add(row_id)
-        near_ids.append(ids)
-    wanted = sorted(set().union(*near_ids))
+    wanted = [(i, s.simhash) for i, s in enumerate(signatures) if s.near_matchable and s.simhash is not None]
+    found: list[list[StoredPage]] = [[] for _ in signatures]
     if not wanted:
-        return [[] for _ in signatures]
-    marks = ", ".join([MARKS[conn.dialect.paramstyle]] * len(wanted))
-    rows = fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE id IN ({marks})", wanted)
+        return found
+    rows = fetch(conn, *layout.batch_candidates([fp for _, fp in wanted]))
+    if not rows:
+        return found
+    ids = np.array([row[0] for row in rows], dtype=np.int64)
+    stored = np.array([row[1] & MASK64 for row in rows], dtype=np.uint64)
+    usable = np.array([not row[2] for row in rows], dtype=bool)
+    queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
+    near = (np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance) & usable[None, :]
+    hits = {int(row_id) for row_id in np.unique(ids[near.any(axis=0)])}
+    if not hits:
+        return found
+    marks = ", ".join([MARKS[conn.dialect.paramstyle]] * len(hits))
+    rows = fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE id IN ({marks})", sorted(hits))
     pages = {page.order: page for page in (row_page(row, dialect) for row in rows)}
-    return [[pages[i] for i in ids if i in pages] for ids in near_ids]
+    for query in np.flatnonzero(near.any(axis=1)):
+        chosen = {int(row_id) for row_id in ids[near[query]]}
+        found[wanted[query][0]] = [pages[row_id] for row_id in sorted(chosen) if row_id in pages]
+    return found
 
 
 def _near_postgres(
@@ -196,7 +214,7 @@ def _write(
     if documents and fetch(
         conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()
     ):  # a stored page is nobody's duplicate
-        hashes = [(key_hash(key),) for key in documents]
+        hashes = [(stored.hashes[key],) for key in documents]
         execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", hashes)
     if not logged:
         return
@@ -210,7 +228,7 @@ def _write(
                 ids[row[1]] = row[0]
     rows = []
     for key, (signature, match) in logged.items():
-        row: tuple[Any, ...] = (key, key_hash(key), match.key, ids[match.key], match.distance, match.exact, when)
+        row: tuple[Any, ...] = (key, stored.hashes[key], match.key, ids[match.key], match.distance, match.exact, when)
         if evidence:
             fingerprint = signature.simhash
             row += (None if fingerprint is None else to_signed(fingerprint), match.similarity)

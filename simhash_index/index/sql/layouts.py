@@ -18,6 +18,7 @@ Block assignment (blocks layout): "contiguous" puts bits 16i to 16i+15 in block 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -113,6 +114,29 @@ class Layout:
                 for e in HALF_KEYS.values()
             ]
         return " UNION ALL ".join(parts)
+
+    def batch_candidates(self, fingerprints: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """SQLite: one statement reading the candidates of many fingerprints at once (as
+        candidates_sql, the rows of every probe of every fingerprint), and its parameters."""
+        if self.name == "blocks":
+            per_block = [sorted({self.blocks(fp)[i] for fp in fingerprints}) for i in range(4)]
+            parts = [
+                f"SELECT id, fingerprint, 0 FROM simhash_documents WHERE {c} IN ({', '.join(['?'] * len(values))})"
+                for c, values in zip(BLOCK_COLUMNS, per_block)
+            ]
+            return " UNION ALL ".join(parts), tuple(v for values in per_block for v in values)
+        low: set[int] = set()
+        high: set[int] = set()
+        for fp in fingerprints:
+            lows, highs = half_probes(fp)
+            low.update(lows)
+            high.update(highs)
+        halves = (sorted(low), sorted(high))
+        parts = [
+            f"SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {e} IN ({', '.join(['?'] * len(values))})"
+            for e, values in zip(HALF_KEYS.values(), halves)
+        ]
+        return " UNION ALL ".join(parts), (*halves[0], *halves[1])
 
     def candidates_parameters(self, fingerprint: int) -> tuple[int, ...]:
         if self.name == "blocks":

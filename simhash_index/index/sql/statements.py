@@ -70,12 +70,14 @@ def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
     return (list(values),) if dialect == "postgresql" else tuple(values)
 
 
-def document_row(layout: Layout, key: str, signature: Signature, stored_at: object) -> tuple[Any, ...]:
-    """A documents row in document_columns order."""
+def document_row(
+    layout: Layout, key: str, signature: Signature, stored_at: object, hashed: int | None = None
+) -> tuple[Any, ...]:
+    """A documents row in document_columns order; `hashed`: key_hash(key), when known."""
     fingerprint, text = signature.simhash, signature.text_hash
     return (
         key,
-        key_hash(key),
+        key_hash(key) if hashed is None else hashed,
         None if fingerprint is None else to_signed(fingerprint),
         *layout.values(fingerprint, signature.near_matchable),
         int(not signature.near_matchable),
