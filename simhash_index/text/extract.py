@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from . import parsers
+
 FAVOR = (None, "precision", "recall")
 DEFAULT_MAX_BYTES = 20_000_000  # trafilatura's own limit: larger pages are not parsed
 
@@ -64,6 +66,7 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
         raise ExtractionError(f"page of {len(html):,} characters is over the {options.max_bytes:,} limit")
     import trafilatura  # heavy import, paid once on first use
 
+    parsers.install()  # one lxml parser per thread: a shared one corrupts the heap (parsers.py)
     try:
         text = trafilatura.extract(
             html,

@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from ...fingerprinting.fingerprinter import Signature
@@ -25,6 +24,7 @@ from .layouts import Layout, contiguous_blocks
 from .statements import (
     MARKS,
     PAGE_COLUMNS,
+    by_key_or_text,
     db_time,
     document_row,
     execute_many,
@@ -44,9 +44,10 @@ def check_and_add_many(
 ) -> list[Match | None]:
     """Decide and store the pages in the caller's transaction; the answers in order."""
     dialect = conn.dialect.name
+    hashes = {key: key_hash(key) for key, _ in pages}
     if dialect == "postgresql":
-        lock_neighbourhoods(conn, pages)
-    stored = Stored(conn, layout, pages, policy.max_distance)
+        lock_neighbourhoods(conn, pages, hashes)
+    stored = Stored(conn, layout, pages, policy.max_distance, hashes)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
     logged: dict[str, tuple[Signature, Match]] = {}  # key -> its duplicate's evidence
@@ -70,36 +71,41 @@ def check_and_add_many(
     return answers
 
 
-def lock_neighbourhoods(conn: Connection, pages: Sequence[Page]) -> None:
+_LOCK_ALL = (  # one statement whatever the batch: the locks taken row by row, in the sorted order
+    "SELECT count(pg_advisory_xact_lock(c, o)) FROM "
+    "(SELECT c, o FROM unnest(%s::int[], %s::int[]) AS t(c, o) ORDER BY c, o) AS ordered"
+)
+
+
+def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int]) -> None:
     """Transaction-level advisory locks on every block value, text hash and key of the batch,
     in sorted order (so no two writers deadlock): two near-duplicates share a block value,
     so a second writer waits for the first to commit, then sees its pages."""
     keys: set[tuple[int, int]] = set()
     for key, signature in pages:
-        keys.update(advisory_lock_keys(signature, key_hash(key)))
-    ordered = sorted(keys)
-    calls = ", ".join(f"pg_advisory_xact_lock(:c{i}, :o{i})" for i in range(len(ordered)))
-    parameters: dict[str, int] = {}
-    for i, (class_id, object_id) in enumerate(ordered):
-        parameters[f"c{i}"], parameters[f"o{i}"] = class_id, object_id
-    conn.execute(text(f"SELECT {calls}"), parameters)
+        keys.update(advisory_lock_keys(signature, hashes[key]))
+    classes, objects = zip(*sorted(keys))
+    fetch(conn, _LOCK_ALL, (list(classes), list(objects)))
 
 
 class Stored:
     """The stored pages the batch can see, read up front, and the pages it stores as it goes."""
 
-    def __init__(self, conn: Connection, layout: Layout, pages: Sequence[Page], max_distance: int) -> None:
+    def __init__(
+        self, conn: Connection, layout: Layout, pages: Sequence[Page], max_distance: int, hashes: dict[str, int]
+    ) -> None:
         dialect = conn.dialect.name
-        self.hashes = {key: key_hash(key) for key, _ in pages}
+        self.hashes = hashes
         wanted = sorted(set(self.hashes.values()))
-        rows = fetch(conn, pages_where(dialect, "key_hash", len(wanted)), in_parameters(dialect, wanted))
-        self._by_key = {page.key: page for page in (row_page(row, dialect) for row in rows)}
         texts = sorted({to_signed(s.text_hash) for _, s in pages if s.text_hash is not None})
+        statement, parameters = by_key_or_text(dialect, wanted, texts)
+        self._by_key: dict[str, StoredPage] = {}
         self._by_text: dict[int, list[StoredPage]] = {}
-        if texts:
-            for row in fetch(conn, pages_where(dialect, "text_hash", len(texts)), in_parameters(dialect, texts)):
-                page = row_page(row, dialect)
-                assert page.signature.text_hash is not None
+        for row in fetch(conn, statement, parameters):  # the pages with a key or a text of the batch, one read
+            page = row_page(row, dialect)
+            if page.key in self.hashes:
+                self._by_key[page.key] = page
+            if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
         self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
@@ -174,28 +180,30 @@ def near_pages(
 def _near_postgres(
     conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
 ) -> list[list[StoredPage]]:
-    """One statement a page, all sent in one pipeline: one round trip for the batch."""
-    statement = layout.near_sql()
+    """Blocks: one statement for the whole batch. Halves: one statement a page, all sent in one
+    pipeline (one round trip)."""
+    wanted = [(i, s.simhash) for i, s in enumerate(signatures) if s.near_matchable and s.simhash is not None]
+    found: list[list[StoredPage]] = [[] for _ in signatures]
+    batch_sql = layout.near_batch_sql()
+    if not wanted:
+        return found
+    if batch_sql is not None:
+        rows = fetch(conn, batch_sql, layout.near_batch_parameters([fp for _, fp in wanted], max_distance))
+        for n, *row in rows:
+            found[wanted[n - 1][0]].append(row_page((row[0], row[1], row[2], 0, row[3], row[4], row[5]), "postgresql"))
+        return found
     raw = conn.connection.dbapi_connection
     assert raw is not None
-    cursors: list[Any] = []
+    cursors = []
     with raw.pipeline():  # type: ignore[attr-defined]
-        for signature in signatures:
-            if signature.near_matchable:
-                assert signature.simhash is not None
-                cursor = raw.cursor()
-                cursor.execute(statement, layout.near_parameters(signature.simhash, max_distance))
-                cursors.append(cursor)
-            else:
-                cursors.append(None)
-    found = []
-    for cursor in cursors:
-        if cursor is None:
-            found.append([])
-            continue
+        for _, fingerprint in wanted:
+            cursor = raw.cursor()
+            cursor.execute(layout.near_sql(), layout.near_parameters(fingerprint, max_distance))
+            cursors.append(cursor)
+    for (position, _), cursor in zip(wanted, cursors):
         rows = cursor.fetchall()
         cursor.close()
-        found.append([row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in rows])
+        found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in rows]
     return found
 
 
@@ -211,11 +219,9 @@ def _write(
 ) -> None:
     mark = MARKS[conn.dialect.paramstyle]
     execute_many(conn, upsert_documents(layout, mark), list(documents.values()))
-    if documents and fetch(
-        conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()
-    ):  # a stored page is nobody's duplicate
-        hashes = [(stored.hashes[key],) for key in documents]
-        execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", hashes)
+    # a stored page is nobody's duplicate (psycopg pipelines the deletes: one round trip)
+    unlogged = [(stored.hashes[key],) for key in documents]
+    execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", unlogged)
     if not logged:
         return
     targets = {match.key for _, match in logged.values()}

@@ -156,6 +156,28 @@ class Layout:
             f"WHERE ({found}) AND bit_count((fingerprint # %s::bigint)::bit(64)) <= %s"
         )
 
+    def near_batch_sql(self) -> str | None:
+        """PostgreSQL, blocks layout: the near rows of many fingerprints in one statement, each
+        row with the (1-based) position of its query; the distance is checked in the covering
+        indexes before a row is read. None for halves (a statement a fingerprint, pipelined)."""
+        if self.name != "blocks":
+            return None
+        lookups = " UNION ".join(
+            f"SELECT id FROM simhash_documents WHERE {c} = q.b{i} AND bit_count((fingerprint # q.fp)::bit(64)) <= %s"
+            for i, c in enumerate(BLOCK_COLUMNS)
+        )
+        return (
+            "SELECT q.n, d.id, d.key, d.fingerprint, d.text_hash, d.sketch, d.stored_at "
+            "FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::int[], %s::int[]) "
+            "WITH ORDINALITY AS q(fp, b0, b1, b2, b3, n) "
+            f"CROSS JOIN LATERAL ({lookups}) AS c JOIN simhash_documents d ON d.id = c.id"
+        )
+
+    def near_batch_parameters(self, fingerprints: Sequence[int], max_distance: int) -> tuple[object, ...]:
+        blocks = [self.blocks(fp) for fp in fingerprints]
+        columns = [[to_signed(fp) for fp in fingerprints], *([b[i] for b in blocks] for i in range(4))]
+        return (*columns, *[max_distance] * 4)
+
     def near_parameters(self, fingerprint: int, max_distance: int) -> tuple[object, ...]:
         if self.name == "blocks":
             probes: tuple[object, ...] = self.blocks(fingerprint)

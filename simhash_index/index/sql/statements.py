@@ -65,6 +65,16 @@ def pages_where(dialect: str, column: str, count: int) -> str:
     return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {column} {test}"
 
 
+def by_key_or_text(dialect: str, key_hashes: Sequence[int], text_hashes: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
+    """SELECT the rule's columns of the pages with one of these key hashes or text hashes."""
+    if dialect == "postgresql":
+        where = "key_hash = ANY(%s::bigint[]) OR text_hash = ANY(%s::bigint[])"
+        return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", (list(key_hashes), list(text_hashes))
+    keys, texts = ", ".join(["?"] * len(key_hashes)), ", ".join(["?"] * len(text_hashes))
+    where = f"key_hash IN ({keys})" + (f" OR text_hash IN ({texts})" if text_hashes else "")
+    return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", (*key_hashes, *text_hashes)
+
+
 def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
     """The parameters of pages_where: one array on PostgreSQL, each value on SQLite."""
     return (list(values),) if dialect == "postgresql" else tuple(values)
