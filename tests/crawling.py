@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -30,14 +31,16 @@ class CrawlResult:
 
 def crawl(
     start_url: str,
-    db_url: str,
+    db_url: str | None,
     workdir: Path,
     *settings: str,
     cwd: Path = REPO,
     spider: str = "site",
     feed: bool = True,
+    env: dict[str, str] | None = None,
 ) -> CrawlResult:
-    """Crawl from start_url into db_url; kept items are read from the feed."""
+    """Crawl from start_url into db_url (None: as the project and `env` say); kept items
+    are read from the feed. `env` adds environment variables."""
     workdir.mkdir(parents=True, exist_ok=True)
     feed_path = workdir / f"kept-{len(list(workdir.glob('kept-*')))}.jsonl"
     log = feed_path.with_suffix(".log")
@@ -50,17 +53,18 @@ def crawl(
         "-s",
         f"LOG_FILE={log}",
         "-s",
-        f"SIMHASH_DATABASE_URL={db_url}",
-        "-s",
         "ROBOTSTXT_OBEY=False",
     ]
+    if db_url is not None:
+        command += ["-s", f"SIMHASH_DATABASE_URL={db_url}"]
     if feed:
         command += ["-O", str(feed_path)]
     if spider == "site":
         command += ["-a", f"start_url={start_url}"]
     for setting in settings:
         command += ["-s", setting]
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+    environment = os.environ | (env or {})
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300, env=environment)
     kept = [json.loads(line) for line in feed_path.read_text().splitlines()] if feed_path.exists() else []
     text = log.read_text() if log.exists() else ""
     return CrawlResult(kept, text + done.stderr, done.returncode)

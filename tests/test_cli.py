@@ -365,12 +365,27 @@ def write_corpus(path: Path, pages: list[dict]) -> str:
     return str(path)
 
 
+def dry_run(*args: str) -> tuple[list[dict], str]:
+    """An import --dry-run: its listing (jsonl) and its counts (stderr)."""
+    result = run("import", *args, "--dry-run")
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()], result.stderr
+
+
 def test_import(db_url: str, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
-    assert (
-        ok("import", "--db", db_url, corpus, "--dry-run")
-        == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
-    )
+    listing, counts = dry_run("--db", db_url, corpus)
+    assert counts == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
+    assert [(row["url"], row["outcome"], row.get("duplicate_of")) for row in listing] == [
+        ("https://example.com/1", "kept", None),
+        ("https://example.com/2", "dropped", "https://example.com/1"),
+        ("https://example.com/3", "dropped", "https://example.com/1"),
+        ("https://example.com/4", "kept", None),
+        ("https://example.com/5", "skipped", None),
+        ("https://example.com/6", "kept", None),
+    ]
+    assert [row["exact"] for row in listing[1:3]] == [False, True]
+    assert 0.88 <= listing[1]["similarity"] <= 1.0 and listing[1]["distance"] <= 3
     with pytest.raises(IndexNotFoundError):
         SimhashIndex(db_url, create=False)
     assert ok("import", "--db", db_url, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"
@@ -381,10 +396,7 @@ def test_import(db_url: str, tmp_path: Path) -> None:
             ("https://example.com/3", "https://example.com/1", True),
         ]
     # again: stored pages are never duplicates of themselves, dropped ones are dropped again
-    assert (
-        ok("import", "--db", db_url, corpus, "--dry-run")
-        == "dry run, nothing written: kept 3, dropped 2, skipped 1 (no text)\n"
-    )
+    assert dry_run("--db", db_url, corpus) == (listing, counts)
 
 
 def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:
@@ -392,8 +404,14 @@ def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:
         index.check_and_add("https://seed.example/x", DEFAULT.signature(TEXT))
         index.check_and_add("https://seed.example/short", DEFAULT.signature("A short page."))
     corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
-    predicted = ok("import", "--db", db_url, corpus, "--dry-run")
+    listing, predicted = dry_run("--db", db_url, corpus)
     assert predicted == "dry run, nothing written: kept 1, dropped 4, skipped 1 (no text)\n"
+    assert [row["duplicate_of"] for row in listing if row["outcome"] == "dropped"] == [
+        "https://seed.example/x",
+        "https://seed.example/x",
+        "https://seed.example/x",
+        "https://seed.example/short",
+    ]
     with SimhashIndex(db_url) as index:
         assert (len(index), index.duplicates()) == (2, [])
     assert ok("import", "--db", db_url, corpus) == predicted.removeprefix("dry run, nothing written: ")

@@ -86,3 +86,45 @@ def test_python_blocks_run(
         assert runner.failures == 0, "".join(output)
     else:
         exec(compile(code, f"{document}:{line}", "exec"), {"__name__": "__docs__"})
+
+
+# -- the README's shape and its links ------------------------------------------------
+
+FRESH_MACHINE = (
+    ".venv/bin/pip install -e . && .venv/bin/scrapy crawl site -a start_url=",
+    ".venv/bin/pip install -e '.[test]' && .venv/bin/pytest",
+)
+FIRST_SCREEN = 24  # lines
+
+
+def test_the_first_screen_holds_the_two_fresh_machine_commands() -> None:
+    first = README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN]
+    for command in FRESH_MACHINE:
+        assert any(command in line for line in first), f"{command!r} is not in README's first {FIRST_SCREEN} lines"
+
+
+_LINK = re.compile(r"\]\(([^)#\s]*)(#[^)\s]*)?\)")
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: d.name)
+def test_links_between_documents_resolve(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
+    for target, anchor in _LINK.findall(text):
+        if "://" in target:
+            continue
+        path = (document.parent / target).resolve() if target else document
+        assert path.exists(), f"{document.name} links to {target}, which does not exist"
+        if anchor and path.suffix == ".md":
+            headings = {_anchor(h) for h in re.findall(r"^#+ (.*)$", path.read_text(encoding="utf-8"), re.M)}
+            assert anchor[1:] in headings, f"{document.name} links to {target}{anchor}: no such heading"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_page_of_docs_is_linked_from_the_readme() -> None:
+    text = README.read_text(encoding="utf-8")
+    for page in sorted((README.parent / "docs").glob("*.md")):
+        assert f"](docs/{page.name}" in text, f"README.md does not link docs/{page.name}"

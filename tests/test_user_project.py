@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import pytest
 from crawling import REPO, crawl, user_project
 from sites import build_site, serve
 
@@ -26,24 +28,43 @@ class PagesSpider(scrapy.Spider):
 """
 
 
-def readme_settings() -> str:
+def readme_block(marker: str) -> str:
+    """The ```python block after the README's <!-- marker: ... --> comment."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- pipeline-settings:.*?-->\s*```python\n(.*?)```", readme, re.S)
-    assert block, "README has no pipeline-settings block"
+    block = re.search(rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", readme, re.S)
+    assert block, f"README has no {marker} block"
     return block.group(1)
 
 
-def test_readme_settings_work_in_a_new_project(tmp_path: Path, sqlite_url: str) -> None:
+@pytest.mark.parametrize("marker", ["pipeline-settings", "pipeline-settings-explicit"])
+def test_readme_settings_work_in_a_new_project(tmp_path: Path, sqlite_url: str, marker: str) -> None:
     root = tmp_path / "site"
     info = build_site(root)
     cluster = info["clusters"][0]
     with serve(root) as base:
-        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), readme_settings())
+        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), readme_block(marker))
         result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
     assert result.returncode == 0, result.log[-2000:]
     assert "Traceback" not in result.log
-    assert "SimhashDedupPipeline" in result.log
+    assert "SimhashDedupPipeline" in result.log and "SimhashLogStats" in result.log
+    assert "<p>" not in result.log  # the log formatter is on
     assert len(result.kept) == 1
     with SimhashIndex(sqlite_url, scheme=None) as index:
         dropped = {d.key for d in index.duplicates()}
     assert dropped == {f"{base}/{p}" for p in cluster} - {result.kept[0]["url"]}
+
+
+def test_readme_dropped_pages_extension(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    info = build_site(root)
+    cluster = info["clusters"][0]
+    settings = readme_block("pipeline-settings") + 'EXTENSIONS = {"myproject.extensions.DroppedPages": 500}\n'
+    with serve(root) as base:
+        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), settings)
+        (project / "myproject" / "extensions.py").write_text(readme_block("dropped-extension"), encoding="utf-8")
+        result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+    assert result.returncode == 0, result.log[-2000:]
+    records = [json.loads(line) for line in (project / "dropped.jsonl").read_text().splitlines()]
+    kept = result.kept[0]["url"]
+    assert sorted(r["url"] for r in records) == sorted(f"{base}/{p}" for p in cluster if f"{base}/{p}" != kept)
+    assert all(r["duplicate_of"] == kept and (r["similarity"] is None or r["similarity"] >= 0.88) for r in records)

@@ -1,45 +1,91 @@
-"""The `site` spider: every HTML page within the start URLs' hosts, as {url, title, html}."""
+"""The `site` spider: every HTML page of a site, as {url, title, html}.
+
+A site is the host and port of an http(s) start URL, or, for a site saved to disk (say by
+`wget --mirror`), a local folder: `-a start_url=PATH` (or `file:///PATH`) crawls every HTML
+file under the folder, and a file start URL the files under its folder.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
 
 import scrapy
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each
+
 
 def parse_start_urls(start_url: str | None) -> list[str]:
-    """The comma-separated start URLs, checked: each needs http(s) and a host."""
-    urls = [u.strip() for u in (start_url or "").split(",") if u.strip()]
-    if not urls:
-        raise ValueError("start_url is required: scrapy crawl site -a start_url=https://example.com/[,URL...]")
-    for url in urls:
+    """The comma-separated start URLs, checked: http(s) URLs with a host, file:// URLs, or
+    paths of local files and folders (as file:// URLs)."""
+    given = [u.strip() for u in (start_url or "").split(",") if u.strip()]
+    if not given:
+        raise ValueError(
+            "start_url is required: scrapy crawl site -a start_url=https://example.com/[,URL...] "
+            "(or a folder holding a saved site)"
+        )
+    urls = []
+    for url in given:
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"start_url {url!r} is not an http(s) URL with a host")
+        if parts.scheme in ("http", "https"):
+            if not parts.hostname:
+                raise ValueError(f"start_url {url!r} has no host")
+            urls.append(url)
+        elif parts.scheme == "file" or not parts.scheme or Path(url).exists():
+            path = Path(url2pathname(parts.path)) if parts.scheme == "file" else Path(url)
+            if not path.exists():
+                raise ValueError(f"start_url {url!r} is neither an http(s) URL nor an existing file or folder")
+            urls.append(path.resolve().as_uri() + ("/" if path.is_dir() else ""))
+        else:
+            raise ValueError(f"start_url {url!r} is not an http(s) URL, a file:// URL or a local path")
     return urls
 
 
-def _site(url: str) -> tuple[str, str | None, int | None]:
+def _site(url: str) -> tuple[str, ...]:
+    """What a URL must share with a start URL to be crawled: its scheme, host and port; for
+    a file, the start's folder (a prefix of the path)."""
     parts = urlsplit(url)
+    if parts.scheme == "file":
+        return ("file", unquote(parts.path))
     default_port = {"http": 80, "https": 443}.get(parts.scheme)
-    return parts.scheme, parts.hostname, parts.port or default_port
+    return (parts.scheme, str(parts.hostname), str(parts.port or default_port))
+
+
+def _file_root(url: str) -> tuple[str, ...]:
+    """The folder a file start URL stands for: itself when a folder, else its parent."""
+    path = unquote(urlsplit(url).path)
+    return ("file", path if path.endswith("/") else path.rpartition("/")[0] + "/")
+
+
+def _html_files(url: str) -> list[str]:
+    """file:// URLs of every HTML file under a folder, in path order."""
+    folder = Path(url2pathname(urlsplit(url).path))
+    return [
+        path.as_uri() for path in sorted(folder.rglob("*")) if path.suffix.lower() in HTML_SUFFIXES and path.is_file()
+    ]
 
 
 class SiteSpider(scrapy.Spider):
-    """Follows links within the hosts of the start URLs and yields one item per HTML page."""
+    """Follows links within the start URLs' sites and yields one item per HTML page."""
 
     name = "site"
 
     def __init__(self, start_url: str | None = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.start_urls = parse_start_urls(start_url)
-        self.allowed_domains = sorted({urlsplit(u).hostname for u in self.start_urls})
-        # A site is a host and port: a link to another port of the same host is another site.
-        self.sites = {_site(u) for u in self.start_urls}
+        web = [u for u in self.start_urls if not u.startswith("file:")]
+        if len(web) == len(self.start_urls):  # the offsite filter cannot tell file URLs apart
+            self.allowed_domains = sorted({str(urlsplit(u).hostname) for u in web})
+        # A site is a host and port (a link to another port of the same host is another
+        # site), or a folder on disk.
+        self.sites = {_site(u) for u in web}
+        self.folders = {_file_root(u) for u in self.start_urls if u.startswith("file:")}
         self.links = LinkExtractor()
 
     async def start(self) -> AsyncIterator[Any]:
@@ -50,9 +96,20 @@ class SiteSpider(scrapy.Spider):
 
     def start_requests(self) -> Iterator[scrapy.Request]:  # Scrapy before 2.13 calls this instead of start()
         for url in self.start_urls:
-            yield scrapy.Request(url, callback=self.parse)
+            for page in _html_files(url) if url.startswith("file:") and url.endswith("/") else [url]:
+                yield scrapy.Request(page, callback=self.parse)
+
+    def _within(self, url: str) -> bool:
+        site = _site(url)
+        if site[0] == "file":
+            return any(site[1].startswith(folder[1]) for folder in self.folders)
+        return site in self.sites
 
     def parse(self, response: Response) -> Iterator[Any]:
+        if response.status >= 400:  # HTTPERROR_ALLOW_ALL sends error pages here: counted, not pages
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value(HTTP_ERRORS)
+            return
         if not isinstance(response, HtmlResponse):
             return  # PDFs, images, archives: not pages
         yield {
@@ -61,5 +118,20 @@ class SiteSpider(scrapy.Spider):
             "html": response.text,
         }
         for link in self.links.extract_links(response):
-            if _site(link.url) in self.sites:
+            if self._within(link.url):
                 yield response.follow(link.url, callback=self.parse)
+
+    def closed(self, reason: str) -> None:
+        stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
+        errors = stats.get(HTTP_ERRORS)
+        if errors:
+            statuses = sorted(
+                (name.rpartition("/")[2], count)
+                for name, count in stats.items()
+                if name.startswith("downloader/response_status_count/") and name.rpartition("/")[2] >= "400"
+            )
+            self.logger.info(
+                "skipped %d error pages (%s); their URLs are in the log with -s LOG_LEVEL=DEBUG",
+                errors,
+                ", ".join(f"{count} HTTP {status}" for status, count in statuses),
+            )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -130,12 +130,21 @@ def stats(db: str, fmt: str | None, top: int) -> None:
 @cli.command()
 @db_option
 @format_option()
-@click.option("--host", help="Only pages on this host or its subdomains (example.com takes in www.example.com).")
+@click.option(
+    "--host",
+    callback=lambda ctx, param, value: _host_filter(value),
+    help="Only pages on this host or its subdomains (example.com takes in www.example.com); host:port for one port.",
+)
 @click.option("--since", type=IsoDateTime(), help="Only pages dropped at or after this ISO date or datetime (UTC).")
 @click.option("--max-distance", type=click.IntRange(0, 64), help="Only pages within this many bits of the page kept.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
 def duplicates(
-    db: str, fmt: str | None, host: str | None, since: datetime | None, max_distance: int | None, limit: int | None
+    db: str,
+    fmt: str | None,
+    host: reports.HostFilter | None,
+    since: datetime | None,
+    max_distance: int | None,
+    limit: int | None,
 ) -> None:
     """The pages dropped as duplicates.
 
@@ -157,6 +166,13 @@ def clusters(db: str, fmt: str | None, limit: int | None) -> None:
     csv and table give one row per duplicate.
     """
     formats.write_clusters(reports.clusters(open_index(db), limit=limit), _format(fmt), sys.stdout)
+
+
+def _host_filter(value: str | None) -> reports.HostFilter | None:
+    try:
+        return None if value is None else reports.HostFilter.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--host") from None
 
 
 FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
@@ -228,15 +244,24 @@ def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
     HTML (by extension .html/.htm, or content) has its main text extracted
     first. text_hash is the hash of the normalised text, for exact matches.
     """
-    rows = []
+    rows, failed = [], 0
     with progress(len(files), "fingerprinting") as advance:
         for path in files:
-            text = read_page(path)
-            fingerprint = fingerprint_of(DEFAULT, text, path)
-            signature = DEFAULT.signature(text)
-            rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": to_hex(signature.text_hash)})
+            try:
+                text = read_page(path)
+                fingerprint = fingerprint_of(DEFAULT, text, path)
+            except (click.ClickException, OSError) as exc:  # one bad file does not stop the others
+                message = exc.format_message() if isinstance(exc, click.ClickException) else one_line(exc)
+                click.echo(f"Error: {message}", err=True)
+                failed += 1
+            else:
+                signature = DEFAULT.signature(text)  # not None: the text has a fingerprint
+                text_hash = to_hex(signature.text_hash) if signature and signature.text_hash is not None else None
+                rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": text_hash})
             advance(1)
     formats.write_rows(rows, ("file", "simhash", "text_hash"), _format(fmt), sys.stdout)
+    if failed:
+        click.get_current_context().exit(1)
 
 
 @cli.command()
@@ -270,7 +295,8 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
 @cli.command("import")
 @db_option
 @click.argument("file", type=FILE_OR_STDIN)
-@click.option("--dry-run", is_flag=True, help="Report what would be kept and dropped; write nothing.")
+@click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
+@format_option()
 @click.option(
     "--max-distance",
     default=defaults.MAX_SUPPORTED_DISTANCE,
@@ -283,13 +309,16 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     type=click.IntRange(min=0),
     help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
 )
-def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int | None) -> None:
+def import_(db: str, file: str, dry_run: bool, fmt: str | None, max_distance: int, workers: int | None) -> None:
     """Deduplicate a JSON lines corpus into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
     extracted). Pages are checked in file order against the database and the
-    pages kept before them. --dry-run reads the database but writes nothing.
+    pages kept before them. --dry-run reads the database but writes nothing, and
+    lists each page (--format) with what the import would do; the counts go to stderr.
     """
+    if fmt is not None and not dry_run:
+        raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
     if dry_run:
         source = open_existing(db, max_distance)
         scheme = source.scheme if source is not None else DEFAULT.scheme
@@ -299,9 +328,24 @@ def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int |
     else:
         target = open_index(db, create=True, max_distance=max_distance)
         scheme = target.scheme
-    setup = PageSetup(fingerprinter_for(scheme))
-    lines = ((line, line.job or PageJob("", is_html=False)) for line in read_corpus(file))
     counts: Counter[str] = Counter()
+    decided = _import_pages(target, PageSetup(fingerprinter_for(scheme)), file, workers, counts, dry_run)
+    if dry_run:
+        formats.write_dry_run(decided, _format(fmt), sys.stdout)
+    else:
+        for _ in decided:
+            pass
+    refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
+    summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
+    click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
+
+
+def _import_pages(
+    target: Any, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool
+) -> Iterator[dict[str, Any]]:
+    """Each page of the corpus checked against the target, in file order: a row saying what
+    became of it (kept, dropped, skipped: no text, refused: unusable URL), counted."""
+    lines = ((line, line.job or PageJob("", is_html=False)) for line in read_corpus(file))
     after = "" if dry_run else "; the lines before it were imported"
     for line, page in analyse_many(setup, lines, workers=workers):
         if line.error is not None:
@@ -311,18 +355,17 @@ def import_(db: str, file: str, dry_run: bool, max_distance: int, workers: int |
         except ValueError as exc:
             click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
             counts["refused"] += 1
+            yield {"url": line.url, "outcome": "refused"}
             continue
         if page.failure is not None:
             click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
         if page.signature is None:
             counts["skipped"] += 1
-        else:
-            counts["dropped" if target.check_and_add(line.url, page.signature) is not None else "kept"] += 1
-    prefix = "dry run, nothing written: " if dry_run else ""
-    refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
-    click.echo(
-        f"{prefix}kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
-    )
+            yield {"url": line.url, "outcome": "skipped"}
+            continue
+        match = target.check_and_add(line.url, page.signature)
+        counts["dropped" if match is not None else "kept"] += 1
+        yield {"url": line.url, "outcome": "kept"} if match is None else formats.dropped_row(line.url, match)
 
 
 def open_existing(db: str, max_distance: int) -> Index | None:

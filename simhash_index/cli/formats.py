@@ -211,12 +211,17 @@ def write_table(
     numeric: Iterable[str] = (),
     show_header: bool = True,
 ) -> None:
-    """A rich table: coloured and fitted to a terminal, plain lines when piped."""
+    """A rich table: coloured and fitted to a terminal, plain lines when piped.
+
+    A table wider than the terminal would fold its URLs into pieces no one can copy: it is
+    shown one record at a time instead, a field a line (as psql's expanded display).
+    """
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     numeric = set(numeric)
+    cells = [[table_cell(v) for v in row] for row in rows]
     table = Table(
         box=box.SIMPLE_HEAD if show_header else None,
         show_edge=False,
@@ -226,10 +231,37 @@ def write_table(
     )
     for name in columns:
         table.add_column(name, justify="right" if name in numeric else "left", overflow="fold")
-    for row in rows:
+    for row in cells:
         # Text, not str: rich never reads page-controlled strings as markup
-        table.add_row(*(Text(table_cell(v)) for v in row))
+        table.add_row(*(Text(cell) for cell in row))
+    if show_header and cells and isatty(out) and _natural_width(table) > terminal_width(out):
+        write_records(cells, columns, out)
+        return
     print_rich(table, out)
+
+
+def terminal_width(out: TextIO) -> int:
+    """The width rich sees for a terminal stream (COLUMNS, else the terminal's own)."""
+    from rich.console import Console
+
+    return Console(file=out).width
+
+
+def _natural_width(renderable: Any) -> int:
+    """How wide a renderable is when nothing constrains it."""
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=TABLE_WIDTH_OFF_TERMINAL).measure(renderable).maximum
+
+
+def write_records(cells: Sequence[Sequence[str]], columns: Sequence[str], out: TextIO) -> None:
+    """Each row as a block of `column  value` lines, blocks a blank line apart; a value is
+    never broken, so a long URL stays one string to copy (the terminal may wrap it)."""
+    width = max(len(name) for name in columns)
+    blocks = (
+        "".join(f"{name.ljust(width)}  {cell}".rstrip() + "\n" for name, cell in zip(columns, row)) for row in cells
+    )
+    out.write("\n".join(blocks))
 
 
 # -- the reports ------------------------------------------------------------------
@@ -249,6 +281,27 @@ def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:
     """Stored pages near a query: url, simhash (16 hex digits), distance."""
     rows = ({"url": m.key, "simhash": _hex(m.fingerprint), "distance": m.distance} for m in matches)
     write_rows(rows, ("url", "simhash", "distance"), fmt, out, numeric={"distance"})
+
+
+DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity")
+
+
+def dropped_row(url: str, match: Match) -> dict[str, Any]:
+    """A page an import would drop: the page it duplicates, and the evidence."""
+    similarity = None if match.similarity is None else round(match.similarity, 2)
+    return {
+        "url": url,
+        "outcome": "dropped",
+        "duplicate_of": match.key,
+        "distance": match.distance,
+        "exact": match.exact,
+        "similarity": similarity,
+    }
+
+
+def write_dry_run(rows: Iterable[Row], fmt: str, out: TextIO) -> None:
+    """What an import would do, a row per page: kept, dropped (of what, how near), skipped, refused."""
+    write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 
 def _hex(fingerprint: int | None) -> str | None:
@@ -290,7 +343,7 @@ def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
 def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
     """An object (json), or a summary, a histogram of distances and the top hosts (table)."""
     hosts = [{"host": host, "duplicates": count} for host, count in stats.top_hosts]
-    distances = [{"distance": d, "duplicates": count} for d, count in stats.distances.items()]
+    distances: list[dict[str, Any]] = [{"distance": d, "duplicates": count} for d, count in stats.distances.items()]
     if fmt == "json":
         summary = {
             "documents": stats.documents,
@@ -322,7 +375,7 @@ def print_rich(renderable: Any, out: TextIO) -> None:
     """Print a rich renderable: straight to a terminal, else as plain lines without trailing blanks."""
     from rich.console import Console
 
-    options = {"markup": False, "highlight": False, "emoji": False}
+    options: dict[str, Any] = {"markup": False, "highlight": False, "emoji": False}
     if isatty(out):
         Console(file=out, **options).print(renderable)
         return

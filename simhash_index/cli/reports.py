@@ -36,6 +36,49 @@ def normalize_host(host: str) -> str:
     return host.strip().rstrip(".").lower()
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class HostFilter:
+    """Pages on a host or its subdomains, and on one port when one is given.
+
+    >>> wanted = HostFilter.parse("127.0.0.1:8765")
+    >>> wanted.matches("http://127.0.0.1:8765/a"), wanted.matches("http://127.0.0.1:9000/a")
+    (True, False)
+    >>> HostFilter.parse("https://Example.com/").matches("http://www.example.com:443/")
+    True
+    """
+
+    host: str
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, given: str) -> HostFilter:
+        """`example.com`, `example.com:8080`, `[::1]:8080`, or a URL (its host and port);
+        ValueError when there is no host, or the port is not a number."""
+        text = given.strip()
+        parts = urlsplit(text if "://" in text else "//" + text)
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"{given!r} has a port that is not a number from 0 to 65535") from None
+        if not parts.hostname or any(c.isspace() for c in text):
+            raise ValueError(f"{given!r} is not a host name, e.g. example.com or 127.0.0.1:8765")
+        return cls(normalize_host(parts.hostname), port)
+
+    def matches(self, url: str) -> bool:
+        if not on_host(url, self.host):
+            return False
+        if self.port is None:
+            return True
+        try:
+            parts = urlsplit(url)
+            return (parts.port or DEFAULT_PORTS.get(parts.scheme)) == self.port
+        except ValueError:
+            return False
+
+
 def on_host(url: str, host: str) -> bool:
     """Whether a URL is on `host` (already normalised) or one of its subdomains.
 
@@ -86,22 +129,22 @@ def stats(index: Index, *, top: int = 10) -> Stats:
 def duplicates(
     index: Index,
     *,
-    host: str | None = None,
+    host: str | HostFilter | None = None,
     since: datetime | None = None,
     max_distance: int | None = None,
     limit: int | None = None,
 ) -> Iterator[Duplicate]:
     """Pages dropped as duplicates, in the order they were first logged, streamed.
 
-    host: only pages on this host or its subdomains. since: only pages dropped
-    at or after this moment (naive means UTC).
+    host: only pages on this host or its subdomains (and port, when it has one; see
+    HostFilter). since: only pages dropped at or after this moment (naive means UTC).
     """
     rows: Iterator[Duplicate] = index.logged(since=since)
     if max_distance is not None:
         rows = (row for row in rows if row.distance <= max_distance)
     if host is not None:
-        wanted = normalize_host(host)
-        rows = (row for row in rows if on_host(row.key, wanted))
+        wanted = host if isinstance(host, HostFilter) else HostFilter.parse(host)
+        rows = (row for row in rows if wanted.matches(row.key))
     yield from itertools.islice(rows, limit)
 
 

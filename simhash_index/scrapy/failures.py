@@ -36,3 +36,47 @@ def startup_error(message: str) -> StartupError:
         if not any(isinstance(f, _ReportedAlready) for f in target.filters):
             target.addFilter(_ReportedAlready())
     return StartupError(message)
+
+
+def one_line(error: object) -> str:
+    """A library message on one line (some span several)."""
+    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+
+
+# Which setting changes each part of a fingerprint scheme (Fingerprinter.scheme's key=value words).
+_SCHEME_SETTINGS = {"min_length": "SIMHASH_MIN_TEXT_LENGTH", "weights": "SIMHASH_WORD_WEIGHTS"}
+
+
+def scheme_difference(error: object, recorded: str | None, asked: str) -> str:
+    """A scheme mismatch explained: the parts of the scheme that differ, and the settings
+    that set them.
+
+    >>> scheme_difference("db holds another scheme:", "x min_length=100", "x min_length=50")[:63]
+    'db holds another scheme: its min_length=100, the settings give '
+    """
+    first = str(error).splitlines()[0] if str(error) else "the index holds fingerprints of another scheme"
+    if recorded is None:
+        return f"{one_line(error)}: SIMHASH_FINGERPRINTER, SIMHASH_MIN_TEXT_LENGTH and SIMHASH_WORD_WEIGHTS set it"
+    there, here = _scheme_parts(recorded), _scheme_parts(asked)
+    differ = [name for name in dict.fromkeys([*there, *here]) if there.get(name) != here.get(name)]
+    shown = ", ".join(f"{name}={there.get(name, '(unset)')}" for name in differ)
+    given = ", ".join(f"{name}={here.get(name, '(unset)')}" for name in differ)
+    settings = sorted({_SCHEME_SETTINGS.get(name, "SIMHASH_FINGERPRINTER") for name in differ})
+    return (
+        f"{first.rstrip(':')}: its {shown}, the settings give {given}: make {' and '.join(settings)} "
+        "what the index was built with, or use a new SIMHASH_DATABASE_URL"
+    )
+
+
+def _scheme_parts(scheme: str) -> dict[str, str]:
+    parts = dict(part.split("=", 1) for part in scheme.split() if "=" in part)
+    parts["hash"] = scheme.split(" ", 1)[0]
+    return parts
+
+
+def layout_hint(error: object) -> str:
+    """A layout mismatch, with the settings that cause it."""
+    return (
+        f"{one_line(error)} (SIMHASH_INDEX_LAYOUT and SIMHASH_BLOCK_ASSIGNMENT choose the layout of a new index: "
+        "leave them unset to open this one)"
+    )

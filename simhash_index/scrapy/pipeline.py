@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
@@ -25,7 +26,7 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 from w3lib.url import canonicalize_url
 
-from ..errors import IndexUnavailableError, SchemeMismatchError, SimhashIndexError
+from ..errors import IndexUnavailableError, LayoutMismatchError, SchemeMismatchError, SimhashIndexError
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.pages import Page, PageJob, PageSetup, analyse
 from ..fingerprinting.simhash import to_hex
@@ -34,7 +35,15 @@ from ..index.factory import open_index
 from ..index.records import Match, check_key
 from ..index.writer import BatchWriter
 from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout
-from .failures import INDEX_ERROR, INDEX_UNAVAILABLE, WORKERS_UNAVAILABLE, startup_error
+from .failures import (
+    INDEX_ERROR,
+    INDEX_UNAVAILABLE,
+    WORKERS_UNAVAILABLE,
+    layout_hint,
+    one_line,
+    scheme_difference,
+    startup_error,
+)
 from .logformatter import safe
 from .settings import PipelineSettings
 from .stats import Outcomes
@@ -43,11 +52,27 @@ T = TypeVar("T")
 PROBE_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
 
+# The pipeline of each running crawl, so SimhashSkipDuplicatesMiddleware uses its index
+# rather than open a second one (a memory:// index could not be shared otherwise).
+_RUNNING: WeakKeyDictionary[Crawler, SimhashDedupPipeline] = WeakKeyDictionary()
+
+
+def running_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
+    """The crawl's SimhashDedupPipeline, if it has one."""
+    return _RUNNING.get(crawler)
+
 
 class NearDuplicate(DropItem):
-    """The item duplicates a stored page; the message names both pages (one log line)."""
+    """The item duplicates a stored page; the message names both pages (one log line).
+
+    `key` is the dropped page's key in the index, `match` the stored page it duplicates
+    (its key, distance, similarity, and whether the texts are identical): for handlers of
+    Scrapy's item_dropped signal.
+    """
 
     one_line = True
+    key: str = ""
+    match: Match | None = None
 
 
 class SimhashDedupPipeline:
@@ -81,7 +106,9 @@ class SimhashDedupPipeline:
             settings = PipelineSettings.from_settings(crawler.settings)
         except ValueError as exc:
             raise startup_error(str(exc)) from None
-        return cls(settings, crawler)
+        pipeline = cls(settings, crawler)
+        _RUNNING[crawler] = pipeline
+        return pipeline
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -95,12 +122,14 @@ class SimhashDedupPipeline:
             await self._in_thread(self.start)
         except SimhashIndexError as exc:
             self.outcomes.note("errors/db_open")
-            hint = (
-                " (SIMHASH_FINGERPRINTER and SIMHASH_MIN_TEXT_LENGTH set the scheme)"
-                if isinstance(exc, SchemeMismatchError)
-                else ""
-            )
-            logger.error("simhash: cannot open the index, stopping the crawl: %s%s", safe(exc, 2000), hint)
+            if isinstance(exc, SchemeMismatchError):
+                recorded = await self._in_thread(self._recorded_scheme)
+                message = scheme_difference(exc, recorded, self.fingerprinter.scheme)
+            elif isinstance(exc, LayoutMismatchError):
+                message = layout_hint(exc)
+            else:
+                message = one_line(exc)
+            logger.error("simhash: cannot open the index, stopping the crawl: %s", safe(message, 2000))
             await self.close_spider()
             raise CloseSpider(INDEX_UNAVAILABLE) from None
         except WorkerStartError as exc:
@@ -137,6 +166,14 @@ class SimhashDedupPipeline:
             self.stop()
             raise
         self.writer = BatchWriter(self._decide, batch_size=settings.batch_size)
+
+    def _recorded_scheme(self) -> str | None:
+        """The scheme an existing index was built with (None when it cannot be read)."""
+        try:
+            with open_index(self.settings.database_url, scheme=None, create=False) as index:
+                return index.scheme
+        except SimhashIndexError:
+            return None
 
     async def close_spider(self, spider: Any = None) -> None:
         """Decides what is queued, logs the summary, then stops the writer, the workers and the index."""
@@ -303,10 +340,12 @@ class SimhashDedupPipeline:
                 if match.exact
                 else (f"similarity {match.similarity:.2f}" if match.similarity is not None else "not verified")
             )
-            raise NearDuplicate(
+            drop = NearDuplicate(
                 f"{safe(key)} is a near-duplicate of {safe(match.key)} (distance {match.distance}, {evidence})",
                 log_level=self.settings.drop_log_level,
             )
+            drop.key, drop.match = key, match
+            raise drop
         self.outcomes.count("kept")
         self._set(adapter, "text", page.text)
         if page.signature is not None and page.signature.simhash is not None:

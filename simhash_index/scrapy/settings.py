@@ -154,9 +154,10 @@ def fingerprinter_from(settings: BaseSettings) -> Fingerprinter:
             f"SIMHASH_FINGERPRINTER must be a dict of Fingerprinter arguments or an import path; got {given!r}"
         )
     try:
-        return _with_overrides(Fingerprinter(**options), settings)
+        made = Fingerprinter(**options)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"SIMHASH_FINGERPRINTER: {exc}") from None
+    return _with_overrides(made, settings)
 
 
 def _loaded_fingerprinter(path: str) -> Fingerprinter:
@@ -164,7 +165,10 @@ def _loaded_fingerprinter(path: str) -> Fingerprinter:
         found = load_object(path)
     except (ImportError, NameError, ValueError, AttributeError) as exc:
         raise ValueError(f"SIMHASH_FINGERPRINTER: cannot import {path!r}: {exc}") from None
-    made = found() if callable(found) and not isinstance(found, Fingerprinter) else found
+    try:
+        made = found() if callable(found) and not isinstance(found, Fingerprinter) else found
+    except Exception as exc:  # the user's factory: any failure is a bad setting, one line
+        raise ValueError(f"SIMHASH_FINGERPRINTER: {path}() failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(made, Fingerprinter):
         raise ValueError(f"SIMHASH_FINGERPRINTER: {path!r} is not a Fingerprinter (nor a function returning one)")
     return made

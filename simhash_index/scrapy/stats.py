@@ -61,9 +61,12 @@ class Outcomes:
         passed = sum(unchecked.values())
         why = f" ({', '.join(f'{count:,} {label}' for label, count in unchecked.items())})" if passed else ""
         index = f"; the index holds {stored:,} pages" if stored is not None else ""
+        skipped = self.value("skipped_requests")
+        not_fetched = f"; {skipped:,} requests skipped (logged duplicates)" if skipped else ""
         return (
             f"simhash: {kept + dropped:,} pages checked: {kept:,} kept, {dropped:,} dropped "
             f"({exact:,} exact, {dropped - exact:,} near); {passed:,} passed through unchecked{why}{index}"
+            f"{not_fetched}"
         )
 
 
@@ -81,7 +84,7 @@ class SimhashLogStats:
     def from_crawler(cls, crawler: Crawler) -> SimhashLogStats:
         interval = crawler.settings.getfloat("LOGSTATS_INTERVAL")
         if not interval or not crawler.settings.getbool("SIMHASH_ENABLED", True):
-            raise NotConfigured("LOGSTATS_INTERVAL is 0 or SIMHASH_ENABLED is False")
+            raise NotConfigured  # off, as Scrapy's LogStats, without a warning
         assert crawler.stats is not None
         extension = cls(crawler.stats, interval)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)

@@ -1,18 +1,25 @@
-"""`scrapy crawl`, exiting with status 1 when the index stopped the crawl.
+"""`scrapy crawl`, exiting with status 1 when the crawl did nothing useful.
 
-Scrapy exits 0 whatever the finish reason; a crawl whose index could not be opened (or
-failed with SIMHASH_ON_DB_ERROR=stop) deduplicated nothing, and a script running it must
-be able to tell. Enable with `COMMANDS_MODULE = "simhash_index.scrapy.commands"`.
+Scrapy exits 0 whatever the finish reason. A crawl whose index could not be opened (or
+failed with SIMHASH_ON_DB_ERROR=stop) deduplicated nothing, and one that got no response
+at all (no network, a wrong start URL) fetched nothing: a script running it must be able
+to tell. Enable with `COMMANDS_MODULE = "simhash_index.scrapy.commands"` (an add-on cannot:
+Scrapy loads its commands before add-ons).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+from typing import Any
 
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
 
 from ..failures import FAILURE_REASONS
+
+logger = logging.getLogger(__name__)
+EXCEPTION_TYPES = "downloader/exception_type_count/"
 
 
 class Command(crawl.Command):
@@ -27,6 +34,45 @@ class Command(crawl.Command):
         crawler = self.crawler_process.create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
-        reason = crawler.stats.get_value("finish_reason") if crawler.stats is not None else None
+        stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        reason = stats.get("finish_reason")
         if self.crawler_process.bootstrap_failed or reason in FAILURE_REASONS:
             self.exitcode = 1
+        elif fetched_nothing(stats):
+            logger.error("%s", nothing_fetched_message(stats))
+            self.exitcode = 1
+        elif "start_time" in stats and not stats.get("downloader/request_count"):
+            # not a failure: a crawler sharing a queue (scrapy-redis) may find no work left
+            logger.warning("%s", nothing_fetched_message(stats))
+
+
+def fetched_nothing(stats: dict[str, Any]) -> bool:
+    """Whether a crawl that ran sent requests and received no response at all (no network,
+    a wrong start URL)."""
+    return (
+        "start_time" in stats
+        and bool(stats.get("downloader/request_count"))
+        and not stats.get("response_received_count")
+    )
+
+
+def nothing_fetched_message(stats: dict[str, Any]) -> str:
+    """One line: what was tried and why it failed, from the crawl's stats.
+
+    >>> nothing_fetched_message({"downloader/request_count": 2,
+    ...     "downloader/exception_type_count/twisted.internet.error.DNSLookupError": 2})
+    'the crawl fetched nothing: 2 requests, no response (2 DNSLookupError): check the start URLs and the network'
+    """
+    requests = int(stats.get("downloader/request_count", 0))
+    failures = sorted(
+        (
+            (count, name[len(EXCEPTION_TYPES) :].rpartition(".")[2])
+            for name, count in stats.items()
+            if name.startswith(EXCEPTION_TYPES)
+        ),
+        reverse=True,
+    )
+    why = f" ({', '.join(f'{count} {name}' for count, name in failures)})" if failures else ""
+    if not requests:
+        return "the crawl fetched nothing: no request was sent (no start URL, or every one filtered out)"
+    return f"the crawl fetched nothing: {requests} requests, no response{why}: check the start URLs and the network"

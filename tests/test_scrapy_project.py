@@ -1,0 +1,241 @@
+"""A Scrapy user's view, in real `scrapy crawl` processes against a local server: the add-on,
+the skip middleware, the progress line, a quiet log, the exit status, saved sites on disk."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from crawling import crawl, user_project
+from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
+from sites import build_site, english_article, page, serve
+
+from simhash_index import SimhashIndex
+from simhash_index.scrapy import (
+    Addon,
+    SimhashDedupPipeline,
+    SimhashLogFormatter,
+    SimhashLogStats,
+    SimhashSkipDuplicatesMiddleware,
+)
+from simhash_index.scrapy.addon import PIPELINE, PIPELINE_PRIORITY
+
+
+@pytest.fixture
+def site(tmp_path: Path):
+    root = tmp_path / "site"
+    info = build_site(root)
+    with serve(root) as base:
+        yield base, info
+
+
+def dropped_count(info: dict) -> int:
+    return sum(len(cluster) - 1 for cluster in info["clusters"])
+
+
+# -- the add-on ------------------------------------------------------------------------
+
+
+def test_the_addon_installs_every_component_once() -> None:
+    settings = Settings()
+    Addon().update_settings(settings)
+
+    def enabled(name: str) -> dict:
+        return {load_object(c): p for c, p in settings.getwithbase(name).items() if p is not None}
+
+    assert enabled("ITEM_PIPELINES") == {SimhashDedupPipeline: PIPELINE_PRIORITY}
+    assert enabled("EXTENSIONS")[SimhashLogStats] == 0
+    assert SimhashSkipDuplicatesMiddleware in enabled("DOWNLOADER_MIDDLEWARES")
+    assert load_object(settings["LOG_FORMATTER"]) is SimhashLogFormatter
+    Addon().update_settings(settings)  # twice: still once each
+    assert enabled("ITEM_PIPELINES") == {SimhashDedupPipeline: PIPELINE_PRIORITY}
+
+
+def test_the_addon_keeps_the_projects_own_choices() -> None:
+    mine = "myproject.formatter.Mine"
+    settings = Settings()
+    settings.set("ITEM_PIPELINES", {PIPELINE: 700}, priority="project")
+    settings.set("LOG_FORMATTER", mine, priority="project")
+    Addon().update_settings(settings)
+    assert settings.getdict("ITEM_PIPELINES") == {PIPELINE: 700}  # not listed twice, its priority kept
+    assert settings["LOG_FORMATTER"] == mine
+
+
+SPIDER = """
+import scrapy
+
+
+class PagesSpider(scrapy.Spider):
+    name = "pages"
+
+    async def start(self):
+        for path in {paths!r}:
+            yield scrapy.Request("{base}/" + path, meta={{"simhash_dont_skip": path == {always!r}}})
+
+    def parse(self, response):
+        yield {{"url": response.url, "html": response.text}}
+"""
+
+
+def test_addon_project_and_the_skip_middleware_on_a_recrawl(site, tmp_path: Path, sqlite_url: str) -> None:
+    base, info = site
+    paths = [path for cluster in info["clusters"] for path in cluster] + info["singles"]
+    always = info["clusters"][0][-1]  # fetched on every crawl: meta simhash_dont_skip
+    settings = 'ADDONS = {"simhash_index.scrapy.Addon": 100}\n'
+    project = user_project(tmp_path, SPIDER.format(paths=paths, base=base, always=always), settings)
+    first = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+    assert first.returncode == 0, first.log[-2000:]
+    assert "SimhashDedupPipeline" in first.log and "SimhashLogStats" in first.log
+    assert "<p>" not in first.log and first.stat("simhash/dropped") == dropped_count(info)
+    assert "SimhashSkipDuplicatesMiddleware" not in first.log  # opt-in
+    with SimhashIndex(sqlite_url, scheme=None) as index:
+        logged = {d.key for d in index.duplicates()}
+    assert len(logged) == dropped_count(info)
+
+    second = crawl("", sqlite_url, tmp_path / "out", "SIMHASH_SKIP_DUPLICATES=True", cwd=project, spider="pages")
+    assert second.returncode == 0, second.log[-2000:]
+    assert "SimhashSkipDuplicatesMiddleware" in second.log
+    skipped = len(logged - {f"{base}/{always}"})
+    assert second.stat("simhash/skipped_requests") == skipped
+    assert second.stat("downloader/request_count") == first.stat("downloader/request_count") - skipped
+    assert {item["url"] for item in second.kept} == {item["url"] for item in first.kept}
+    assert second.stat("simhash/dropped") == (1 if f"{base}/{always}" in logged else 0)
+    assert f"{skipped} requests skipped (logged duplicates)" in second.log
+
+
+def test_the_skip_middleware_without_the_pipeline_says_so(site, tmp_path: Path, sqlite_url: str) -> None:
+    base, info = site
+    settings = (
+        'DOWNLOADER_MIDDLEWARES = {"simhash_index.scrapy.SimhashSkipDuplicatesMiddleware": 60}\n'
+        "SIMHASH_SKIP_DUPLICATES = True\n"
+    )
+    project = user_project(tmp_path, SPIDER.format(paths=info["singles"], base=base, always=""), settings)
+    result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+    assert result.returncode == 0, result.log[-2000:]
+    assert "SimhashDedupPipeline is not in ITEM_PIPELINES: nothing is skipped" in result.log
+    assert len(result.kept) == len(info["singles"])
+
+
+# -- the `site` project's log ------------------------------------------------------------
+
+
+def test_the_site_log_is_one_line_per_drop_and_no_line_per_page(site, tmp_path: Path, sqlite_url: str) -> None:
+    base, info = site
+    result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    lines = result.log.splitlines()
+    assert not [line for line in lines if " DEBUG: " in line]
+    assert not [line for line in lines if "Crawled (" in line or "Ignoring response" in line]
+    drops = [line for line in lines if "] INFO: Dropped: " in line]
+    assert len(drops) == result.stat("simhash/dropped") == dropped_count(info)
+    errors = result.stat("site/http_errors")
+    assert errors == result.stat("downloader/response_status_count/404") > 0  # the pages' navigation links
+    assert f"skipped {errors} error pages ({errors} HTTP 404)" in result.log
+    summary = [line for line in lines if "pages checked:" in line]
+    assert len(summary) == 1 and f"{dropped_count(info)} dropped" in summary[0]
+
+
+def test_the_progress_line_counts_drops(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    info = build_site(root)
+    with serve(root, delay=0.05) as base:  # slow enough for several progress lines
+        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run", "LOGSTATS_INTERVAL=0.2")
+        quiet = crawl(f"{base}/index.html", sqlite_url, tmp_path / "quiet", "LOGSTATS_INTERVAL=0")
+    assert result.returncode == 0, result.log[-2000:]
+    progress = [line for line in result.log.splitlines() if "simhash: checked " in line]
+    assert progress, result.log[-3000:]
+    counts = [re.search(r"checked (\d+) pages \(at \d+ pages/min\), dropped (\d+) \(at", line) for line in progress]
+    assert all(counts) and all(int(m.group(2)) <= int(m.group(1)) for m in counts if m)
+    assert int(counts[-1].group(2)) <= dropped_count(info)
+    assert quiet.returncode == 0 and quiet.stat("simhash/kept") > 0
+    assert "simhash: checked " not in quiet.log and "SimhashLogStats" not in quiet.log
+
+
+def test_a_directory_listing_never_reaches_the_log(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    (root / "listing").mkdir(parents=True)
+    (root / "listing" / "zebra-quokka-archive.zip").write_bytes(b"PK")  # a link the spider does not follow
+    (root / "listing" / "yak-report.tar.gz").write_bytes(b"\x1f\x8b")
+    (root / "index.html").write_text(
+        page("Home", english_article(41)).replace("<ul>", '<ul><li><a href="/listing/">files</a></li>'),
+        encoding="utf-8",
+    )
+    with serve(root) as base:
+        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run", "LOG_LEVEL=DEBUG")
+    assert result.returncode == 0, result.log[-2000:]
+    assert f"{base}/listing/" in {item["url"] for item in result.kept}  # the short listing page was an item
+    assert f"Scraped from <200 {base}/listing/>" in result.log
+    for line in result.log.splitlines():
+        assert "zebra-quokka" not in line and "yak-report" not in line, line  # no body text
+        assert not line.lstrip().startswith(("<li>", "<hr>", "<ul>", "</", "<!DOCTYPE")), line  # no raw newline
+
+
+# -- the exit status ------------------------------------------------------------------------
+
+
+def test_a_crawl_that_fetched_nothing_exits_1(tmp_path: Path, sqlite_url: str) -> None:
+    result = crawl("http://127.0.0.1:9/index.html", sqlite_url, tmp_path / "run", "RETRY_ENABLED=False")
+    assert result.returncode == 1
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    pattern = r"the crawl fetched nothing: 1 requests, no response \(1 \w*ConnectionRefusedError\): check the start"
+    assert len([e for e in errors if re.search(pattern, e)]) == 1, errors
+    assert "no item reached the pipeline" in result.log
+
+
+def test_a_crawl_that_fetched_only_an_error_page_exits_0(tmp_path: Path, sqlite_url: str) -> None:
+    (tmp_path / "site").mkdir()
+    with serve(tmp_path / "site") as base:
+        result = crawl(f"{base}/missing.html", sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    assert "the crawl fetched nothing" not in result.log and "no item reached the pipeline" in result.log
+
+
+# -- a site saved to disk ---------------------------------------------------------------------
+
+
+def test_crawl_a_saved_folder_offline(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "saved"
+    info = build_site(root)
+    result = crawl(str(root), sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    prefix = root.resolve().as_uri() + "/"
+    kept = {item["url"].removeprefix(prefix) for item in result.kept}
+    assert all(item["url"].startswith(prefix) for item in result.kept)
+    for cluster in info["clusters"]:
+        assert len([p for p in cluster if p in kept]) == 1, cluster
+    assert set(info["singles"]) <= kept
+    assert result.stat("simhash/dropped") == dropped_count(info)
+    assert result.stat("downloader/request_count") == len(kept) + dropped_count(info)  # no file fetched twice
+
+
+def test_crawl_from_a_file_url_follows_links_within_its_folder(tmp_path: Path, sqlite_url: str) -> None:
+    saved = tmp_path / "mirror" / "example.com"
+    (saved / "sub").mkdir(parents=True)
+    links = '<ul><li><a href="a.html">a</a></li><li><a href="sub/b.html">b</a></li><li><a href="../out.html">x</a>'
+    (saved / "index.html").write_text(page("Home", english_article(51)).replace("<ul>", links), encoding="utf-8")
+    (saved / "a.html").write_text(page("A", english_article(52)), encoding="utf-8")
+    (saved / "sub" / "b.html").write_text(page("B", english_article(52)), encoding="utf-8")  # a copy of a.html
+    (tmp_path / "mirror" / "out.html").write_text(page("Out", english_article(53)), encoding="utf-8")
+    result = crawl((saved / "index.html").as_uri(), sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    crawled = {item["url"] for item in result.kept}
+    assert (saved / "index.html").as_uri() in crawled and len(crawled) == 2  # a.html or its copy, not out.html
+    assert result.stat("simhash/dropped") == 1
+    assert result.stat("downloader/request_count") == 3
+
+
+def test_a_start_url_that_is_neither_a_url_nor_a_path_is_refused(tmp_path: Path, sqlite_url: str) -> None:
+    result = crawl("example.com/no/such/folder", sqlite_url, tmp_path / "run")
+    assert result.returncode == 1
+    assert "is neither an http(s) URL nor an existing file or folder" in result.log
+
+
+@pytest.mark.parametrize("name", ["simhash_index.scrapy.failures", "simhash_index.scrapy.commands.crawl"])
+def test_doctests(name: str) -> None:
+    import doctest
+    import importlib
+
+    results = doctest.testmod(importlib.import_module(name))
+    assert results.attempted > 0 and results.failed == 0
