@@ -14,11 +14,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from click.testing import CliRunner
+from conftest import without_layout
 
 from simhash_index import IndexNotFoundError, SimhashIndex, urls
 from simhash_index.cli import formats, reports
@@ -177,6 +180,18 @@ def test_database_from_environment(filled) -> None:
     assert ok("duplicates", env={"SIMHASH_DATABASE_URL": db}) == expected_duplicates("jsonl", dropped_rows(seen))
 
 
+SQL_INDEX = {"schema_version": "3", "layout": "blocks", "block_assignment": "contiguous"}
+INDEX_OF = {  # what stats says of a new index on each backend
+    "sqlite": {"backend": "sqlite"} | SQL_INDEX,
+    "postgresql": {"backend": "postgresql"} | SQL_INDEX,
+    "redis": {"backend": "redis", "schema_version": "2"},
+}
+
+
+def backend_of(url: str) -> str:
+    return url.split(":")[0].split("+")[0]
+
+
 def test_stats(filled) -> None:
     db, _ = filled
     hosts = ["example.com", "mirror.example.net", "news.example.org", "www.example.com"]  # one dropped page each
@@ -189,6 +204,7 @@ def test_stats(filled) -> None:
         "distances": [{"distance": d, "duplicates": n} for d, n in distances.items()],
         "top_hosts": [{"host": h, "duplicates": 1} for h in hosts],
         "scheme": DEFAULT.scheme,
+        "index": INDEX_OF[backend_of(db)],
     }
     assert ok("stats", "--db", db, "--format", "json") == json.dumps(expected, indent=2) + "\n"
     assert ok("stats", "--db", db) == json.dumps(expected, indent=2) + "\n"  # json when piped
@@ -197,8 +213,11 @@ def test_stats(filled) -> None:
 
     bars = {0: "█" * 40, 1: "█" * 20, 2: "", 3: "█" * 20}  # 40 for the largest count
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
+    index_line = {"sqlite": "sqlite, schema 3, blocks layout (contiguous bits)", "redis": "redis, schema 2"}
+    index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (
-        summary
+        f"index: {index_line[backend_of(db)]}\n\n"
+        + summary
         + "\n"
         + table(
             ("distance", "duplicates", "histogram"),
@@ -397,6 +416,48 @@ def test_import(db_url: str, tmp_path: Path) -> None:
         ]
     # again: stored pages are never duplicates of themselves, dropped ones are dropped again
     assert dry_run("--db", db_url, corpus) == (listing, counts)
+
+
+@pytest.mark.parametrize(
+    ("options", "layout", "block_columns"),
+    [
+        ((), {"layout": "blocks", "block_assignment": "contiguous"}, True),
+        (("--block-assignment", "interleaved"), {"layout": "blocks", "block_assignment": "interleaved"}, True),
+        (("--layout", "halves"), {"layout": "halves", "block_assignment": "contiguous"}, False),
+    ],
+)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_import_chooses_a_new_indexs_layout(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    backend: str,
+    options: tuple[str, ...],
+    layout: dict[str, str],
+    block_columns: bool,
+) -> None:
+    db = request.getfixturevalue(f"{backend}_url")
+    corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
+    assert ok("import", "--db", db, *options, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"
+    shown = json.loads(ok("stats", "--db", db))["index"]
+    assert {name: shown[name] for name in ("layout", "block_assignment")} == layout
+    engine = sqlalchemy.create_engine(without_layout(db))
+    try:
+        columns = {column["name"] for column in sqlalchemy.inspect(engine).get_columns("simhash_documents")}
+        with warnings.catch_warnings():  # the halves layout's expression indexes are not reflected
+            warnings.simplefilter("ignore", sqlalchemy.exc.SAWarning)
+            indexes = sqlalchemy.inspect(engine).get_indexes("simhash_documents")
+        indexed = {index["column_names"][0] for index in indexes}
+    finally:
+        engine.dispose()
+    blocks = {"block0", "block1", "block2", "block3"}
+    if block_columns:
+        assert blocks <= columns and blocks <= indexed  # each block column leads an index of its own
+    else:
+        assert blocks.isdisjoint(columns)
+    other = "blocks" if layout["layout"] == "halves" else "halves"
+    refused = run("import", "--db", db, "--layout", other, corpus)
+    assert_one_line_error(refused, 2, f"is a {layout['layout']}", f"opened as a {other}", "open it without a layout")
+    assert ok("import", "--db", db, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"  # opens as it is
 
 
 def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from ..fingerprinting.simhash import from_hex, hamming, to_hex
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from ..index.records import Policy, check_key
+from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from . import formats, reports
 from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
 
@@ -67,7 +68,7 @@ class _Group(click.Group):
 # -- shared options ---------------------------------------------------------------
 
 
-def db_option(command: Callable) -> Callable:
+def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--db",
         metavar="URL",
@@ -79,7 +80,9 @@ def db_option(command: Callable) -> Callable:
     )(command)
 
 
-def format_option(choices: tuple[str, ...] = formats.FORMATS, piped: str = "jsonl") -> Callable:
+def format_option(
+    choices: tuple[str, ...] = formats.FORMATS, piped: str = "jsonl"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--format",
         "fmt",
@@ -95,10 +98,26 @@ def _format(fmt: str | None, piped: str = "jsonl") -> str:
 # -- opening the database and reading pages ---------------------------------------
 
 
-def open_index(db: str, *, create: bool = False, max_distance: int = defaults.MAX_DISTANCE) -> Index:
+def open_index(
+    db: str,
+    *,
+    create: bool = False,
+    max_distance: int = defaults.MAX_DISTANCE,
+    layout: str | None = None,
+    block_assignment: str | None = None,
+) -> Index:
     """The index at `db`, closed when the command ends. Commands that only read open it
-    read-only: they never create or change anything (not even a file's journal mode)."""
-    index = open_backend(db, create=create, read_only=not create, scheme=None, max_distance=max_distance)
+    read-only: they never create or change anything (not even a file's journal mode).
+    `layout` and `block_assignment` choose a new SQL table's lookups."""
+    index = open_backend(
+        db,
+        create=create,
+        read_only=not create,
+        scheme=None,
+        max_distance=max_distance,
+        layout=layout,
+        block_assignment=block_assignment,
+    )
     return click.get_current_context().with_resource(index)
 
 
@@ -218,7 +237,7 @@ def query(
     elif url is not None:
         fingerprint = stored_fingerprint(index, url)
     else:
-        path, kind = (text_file, "text") if text_file is not None else (html_file, "html")
+        path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
         fingerprint = fingerprint_of(fingerprinter_for(index.scheme), read_page(path, kind), path)
     matches = [m for m in index.query(fingerprint) if m.key != url]  # a page is not near itself
     formats.write_matches(matches, _format(fmt), sys.stdout)
@@ -284,10 +303,17 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     index = None if all(files.values()) else open_index(db)
     fingerprinter = DEFAULT if index is None else fingerprinter_for(index.scheme)
     fingerprints = [
-        fingerprint_of(fingerprinter, read_page(value), value) if files[value] else stored_fingerprint(index, value)
+        fingerprint_of(fingerprinter, read_page(value), value)
+        if index is None or files[value]
+        else stored_fingerprint(index, value)
         for value in (a, b)
     ]
-    row = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
+    row: dict[str, object] = {
+        "a": a,
+        "a_simhash": to_hex(fingerprints[0]),
+        "b": b,
+        "b_simhash": to_hex(fingerprints[1]),
+    }
     row["distance"] = hamming(*fingerprints)
     formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric={"distance"})
 
@@ -309,7 +335,26 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     type=click.IntRange(min=0),
     help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
 )
-def import_(db: str, file: str, dry_run: bool, fmt: str | None, max_distance: int, workers: int | None) -> None:
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    help=f"A new SQL index's lookups: four indexed 16-bit blocks, or two half indexes [default: {defaults.LAYOUT}].",
+)
+@click.option(
+    "--block-assignment",
+    type=click.Choice(ASSIGNMENTS),
+    help=f"Which bits make each block of a new 'blocks' index [default: {defaults.BLOCK_ASSIGNMENT}].",
+)
+def import_(
+    db: str,
+    file: str,
+    dry_run: bool,
+    fmt: str | None,
+    max_distance: int,
+    workers: int | None,
+    layout: str | None,
+    block_assignment: str | None,
+) -> None:
     """Deduplicate a JSON lines corpus into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
@@ -326,7 +371,9 @@ def import_(db: str, file: str, dry_run: bool, fmt: str | None, max_distance: in
             reports.DryRunIndex(source, scheme=scheme, policy=Policy(max_distance))
         )
     else:
-        target = open_index(db, create=True, max_distance=max_distance)
+        target = open_index(
+            db, create=True, max_distance=max_distance, layout=layout, block_assignment=block_assignment
+        )
         scheme = target.scheme
     counts: Counter[str] = Counter()
     decided = _import_pages(target, PageSetup(fingerprinter_for(scheme)), file, workers, counts, dry_run)

@@ -26,7 +26,7 @@ _HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
 _SNIFF_CHARS = 100_000
 
 
-class IsoDateTime(click.ParamType):
+class IsoDateTime(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
     """An ISO 8601 date or datetime; UTC unless it carries an offset."""
 
     name = "DATETIME"

@@ -90,7 +90,8 @@ _P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
 
 
 def _rotl(x: npt.NDArray[np.uint64], r: int) -> npt.NDArray[np.uint64]:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    rotated: npt.NDArray[np.uint64] = (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    return rotated
 
 
 def xxh64_dimensions(dimensions: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -98,7 +99,7 @@ def xxh64_dimensions(dimensions: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint6
     equal to xxh64(int(d)) for every d. XXH64 of one 8-byte lane, written out."""
     with np.errstate(over="ignore"):
         lane = _rotl(dimensions * _P2, 31) * _P1
-        h = np.full(dimensions.shape, _P5 + np.uint64(8), dtype=np.uint64) ^ lane
+        h: npt.NDArray[np.uint64] = np.full(dimensions.shape, _P5 + np.uint64(8), dtype=np.uint64) ^ lane
         h = _rotl(h, 27) * _P1 + _P4
         h ^= h >> np.uint64(33)
         h *= _P2

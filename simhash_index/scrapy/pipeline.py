@@ -207,7 +207,7 @@ class SimhashDedupPipeline:
         from twisted.internet import reactor  # imported late: installing a reactor is Scrapy's decision
 
         assert self._threads is not None, "open_spider() starts the threads"
-        return maybe_deferred_to_future(deferToThreadPool(reactor, self._threads, function, *args))  # type: ignore[arg-type]
+        return maybe_deferred_to_future(deferToThreadPool(reactor, self._threads, function, *args))
 
     # -- items ----------------------------------------------------------------------
 
@@ -409,7 +409,9 @@ class SimhashDedupPipeline:
         if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
             deferred_from_coro(engine.close_spider_async(reason=reason))
         else:
-            engine.close_spider(self.crawler.spider, reason)  # type: ignore[union-attr]
+            spider = self.crawler.spider if self.crawler is not None else None
+            if spider is not None:
+                engine.close_spider(spider, reason)
 
     def _warn_once(self, topic: str, message: str, *args: Any) -> None:
         if topic not in self._warned:
@@ -437,9 +439,9 @@ def _deferred(future: Future[T]) -> Deferred[T]:
     def done(completed: Future[T]) -> None:
         error = completed.exception()
         if error is not None:
-            reactor.callFromThread(deferred.errback, error)  # type: ignore[attr-defined]
+            reactor.callFromThread(deferred.errback, error)
         else:
-            reactor.callFromThread(deferred.callback, completed.result())  # type: ignore[attr-defined]
+            reactor.callFromThread(deferred.callback, completed.result())
 
     future.add_done_callback(done)
     return deferred
