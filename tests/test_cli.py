@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import doctest
 import io
+import itertools
 import json
 import os
 import sqlite3
@@ -26,7 +27,7 @@ from conftest import without_layout
 from simhash_index import IndexNotFoundError, SimhashIndex, urls
 from simhash_index.cli import formats, reports
 from simhash_index.cli.commands import cli
-from simhash_index.fingerprinting.fingerprinter import DEFAULT
+from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
 
 A = 0x0123456789ABCDEF
@@ -458,6 +459,52 @@ def test_import_chooses_a_new_indexs_layout(
     refused = run("import", "--db", db, "--layout", other, corpus)
     assert_one_line_error(refused, 2, f"is a {layout['layout']}", f"opened as a {other}", "open it without a layout")
     assert ok("import", "--db", db, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"  # opens as it is
+
+
+SYLLABLES = ["".join(letters) for letters in itertools.product("bdfgk", "aeiou", "lmnr")]
+PLAIN = " ".join(word for word in SYLLABLES for _ in range(2))  # words without digits, none a stop word
+
+
+def test_word_weights_from_a_file(db_url: str, tmp_path: Path) -> None:
+    weights = tmp_path / "weights.txt"
+    weights.write_text("# heavier words\nbal 40\nden 25\n", encoding="utf-8")
+    weighted = Fingerprinter(word_weights=weights)
+    assert weighted.fingerprint(PLAIN) != DEFAULT.fingerprint(PLAIN)  # else the test shows nothing
+    text, near_copy = tmp_path / "a.txt", tmp_path / "b.txt"
+    text.write_text(PLAIN, encoding="utf-8")
+    near_copy.write_text(PLAIN + " extra", encoding="utf-8")
+    printed = json.loads(ok("fingerprint", "--word-weights", str(weights), str(text)))
+    assert printed["simhash"] == to_hex(weighted.fingerprint(PLAIN))
+    corpus = write_corpus(tmp_path / "corpus.jsonl", [{"url": "https://example.com/1", "text": PLAIN}])
+    assert ok("import", "--db", db_url, "--word-weights", str(weights), corpus) == IMPORTED_ONE
+    with SimhashIndex(db_url, scheme=weighted.scheme) as index:  # refused unless the import recorded it
+        assert index.get("https://example.com/1").fingerprint == weighted.fingerprint(PLAIN)
+    near = ok("query", "--db", db_url, "--text", str(near_copy), "--word-weights", str(weights))
+    assert json.loads(near)["url"] == "https://example.com/1"
+    for command in (
+        ["import", corpus],
+        ["query", "--text", str(text)],
+        ["compare", str(text), "https://example.com/1"],
+    ):
+        refused = run(*command, "--db", db_url)  # without the index's weights: refused, not wrong answers
+        assert_one_line_error(refused, 1, "other word weights", "--word-weights")
+
+
+IMPORTED_ONE = "kept 1, dropped 0, skipped 0 (no text)\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "phrase"), [("word001 heavy\n", "weights.txt:1"), (None, "No such file")], ids=["bad", "missing"]
+)
+def test_a_weights_file_that_cannot_be_read_is_named(
+    files: Path, tmp_path: Path, content: str | None, phrase: str
+) -> None:
+    weights = tmp_path / "weights.txt"
+    if content is not None:
+        weights.write_text(content, encoding="utf-8")
+    result = run("fingerprint", "--word-weights", str(weights), str(files / "a.txt"))
+    assert result.exit_code == 2 and "--word-weights" in result.stderr and phrase in result.stderr, result.output
+    assert "Traceback" not in result.output
 
 
 def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ from ..errors import (
     SchemaVersionError,
     SimhashIndexError,
 )
-from ..fingerprinting.fingerprinter import DEFAULT
 from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..fingerprinting.simhash import from_hex, hamming, to_hex
 from ..index.base import Index
@@ -91,6 +90,15 @@ def format_option(
     )
 
 
+def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--word-weights",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="A weight table, one word and weight per line, as the index was built with (SIMHASH_WORD_WEIGHTS).",
+    )(command)
+
+
 def _format(fmt: str | None, piped: str = "jsonl") -> str:
     return fmt or formats.default_format(piped)
 
@@ -105,15 +113,16 @@ def open_index(
     max_distance: int = defaults.MAX_DISTANCE,
     layout: str | None = None,
     block_assignment: str | None = None,
+    scheme: str | None = None,
 ) -> Index:
     """The index at `db`, closed when the command ends. Commands that only read open it
     read-only: they never create or change anything (not even a file's journal mode).
-    `layout` and `block_assignment` choose a new SQL table's lookups."""
+    `layout`, `block_assignment` and `scheme` (the fingerprint settings) describe a new index."""
     index = open_backend(
         db,
         create=create,
         read_only=not create,
-        scheme=None,
+        scheme=scheme,
         max_distance=max_distance,
         layout=layout,
         block_assignment=block_assignment,
@@ -211,6 +220,7 @@ FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
     type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
     help="Largest Hamming distance to list.",
 )
+@word_weights_option
 def query(
     db: str,
     fmt: str | None,
@@ -219,6 +229,7 @@ def query(
     html_file: str | None,
     simhash_hex: str | None,
     max_distance: int,
+    word_weights: str | None,
 ) -> None:
     """Stored pages near a page, a file or a simhash.
 
@@ -238,7 +249,7 @@ def query(
         fingerprint = stored_fingerprint(index, url)
     else:
         path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
-        fingerprint = fingerprint_of(fingerprinter_for(index.scheme), read_page(path, kind), path)
+        fingerprint = fingerprint_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
     matches = [m for m in index.query(fingerprint) if m.key != url]  # a page is not near itself
     formats.write_matches(matches, _format(fmt), sys.stdout)
 
@@ -257,24 +268,26 @@ def stored_fingerprint(index: Index, url: str) -> int:
 @cli.command()
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=FILE_OR_STDIN)
-def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
+@word_weights_option
+def fingerprint(fmt: str | None, files: tuple[str, ...], word_weights: str | None) -> None:
     """The simhash of text or HTML files.
 
     HTML (by extension .html/.htm, or content) has its main text extracted
     first. text_hash is the hash of the normalised text, for exact matches.
     """
+    fingerprinter = fingerprinter_for(None, word_weights)
     rows, failed = [], 0
     with progress(len(files), "fingerprinting") as advance:
         for path in files:
             try:
                 text = read_page(path)
-                fingerprint = fingerprint_of(DEFAULT, text, path)
+                fingerprint = fingerprint_of(fingerprinter, text, path)
             except (click.ClickException, OSError) as exc:  # one bad file does not stop the others
                 message = exc.format_message() if isinstance(exc, click.ClickException) else one_line(exc)
                 click.echo(f"Error: {message}", err=True)
                 failed += 1
             else:
-                signature = DEFAULT.signature(text)  # not None: the text has a fingerprint
+                signature = fingerprinter.signature(text)  # not None: the text has a fingerprint
                 text_hash = to_hex(signature.text_hash) if signature and signature.text_hash is not None else None
                 rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": text_hash})
             advance(1)
@@ -288,7 +301,8 @@ def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
 @format_option()
 @click.argument("a")
 @click.argument("b")
-def compare(db: str, fmt: str | None, a: str, b: str) -> None:
+@word_weights_option
+def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) -> None:
     """The distance between two files or two stored URLs.
 
     A and B are text or HTML files (- for stdin) or URLs of pages stored in
@@ -301,7 +315,7 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
         if not files[value] and "://" not in value:
             raise click.BadParameter(f"{formats.visible(value)!r} is neither a file nor a URL", param_hint=name)
     index = None if all(files.values()) else open_index(db)
-    fingerprinter = DEFAULT if index is None else fingerprinter_for(index.scheme)
+    fingerprinter = fingerprinter_for(None if index is None else index.scheme, word_weights)
     fingerprints = [
         fingerprint_of(fingerprinter, read_page(value), value)
         if index is None or files[value]
@@ -345,6 +359,7 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     type=click.Choice(ASSIGNMENTS),
     help=f"Which bits make each block of a new 'blocks' index [default: {defaults.BLOCK_ASSIGNMENT}].",
 )
+@word_weights_option
 def import_(
     db: str,
     file: str,
@@ -354,6 +369,7 @@ def import_(
     workers: int | None,
     layout: str | None,
     block_assignment: str | None,
+    word_weights: str | None,
 ) -> None:
     """Deduplicate a JSON lines corpus into the database.
 
@@ -364,19 +380,25 @@ def import_(
     """
     if fmt is not None and not dry_run:
         raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
+    source = open_existing(db, max_distance)
+    fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
-        source = open_existing(db, max_distance)
-        scheme = source.scheme if source is not None else DEFAULT.scheme
         target: Any = click.get_current_context().with_resource(
-            reports.DryRunIndex(source, scheme=scheme, policy=Policy(max_distance))
+            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=Policy(max_distance))
         )
     else:
+        if source is not None:
+            source.close()
         target = open_index(
-            db, create=True, max_distance=max_distance, layout=layout, block_assignment=block_assignment
+            db,
+            create=True,
+            max_distance=max_distance,
+            layout=layout,
+            block_assignment=block_assignment,
+            scheme=fingerprinter.scheme,
         )
-        scheme = target.scheme
     counts: Counter[str] = Counter()
-    decided = _import_pages(target, PageSetup(fingerprinter_for(scheme)), file, workers, counts, dry_run)
+    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
     if dry_run:
         formats.write_dry_run(decided, _format(fmt), sys.stdout)
     else:
