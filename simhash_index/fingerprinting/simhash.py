@@ -165,6 +165,17 @@ def _bit_matrix(hashes: list[int] | bytes, bits: int) -> npt.NDArray[np.uint8]:
     return matrix if width * 8 == bits else matrix[:, :bits]
 
 
+def _hash_function(hashfunc: HashFunc | None, bits: int) -> HashFunc:
+    """The hash given, or the default one for `bits`; a message naming the argument otherwise."""
+    if hashfunc is None:
+        if bits not in DEFAULT_HASHES:
+            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
+        return DEFAULT_HASHES[bits]
+    if bits < 1:
+        raise ValueError(f"bits must be positive; got {bits!r}")
+    return hashfunc
+
+
 def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = None) -> int:
     """The simhash of weighted features.
 
@@ -177,12 +188,7 @@ def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = N
     >>> simhash({"a": 1}, bits=3, hashfunc=lambda f: 0b101)
     5
     """
-    if hashfunc is None:
-        if bits not in DEFAULT_HASHES:
-            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
-        hashfunc = DEFAULT_HASHES[bits]
-    elif bits < 1:
-        raise ValueError(f"bits must be positive; got {bits!r}")
+    hashfunc = _hash_function(hashfunc, bits)
     default = hashfunc is xxh64 and bits == 64  # cached digests, no int round trip
     if default and isinstance(features, list) and 0 < len(features) <= _TOKEN_LIST and isinstance(features[0], str):
         # A page's token list: every occurrence votes 1. One float32 matrix-vector product
@@ -242,12 +248,7 @@ def simhash_sparse(
             dims.astype(np.int64).view(np.uint64) if dims.dtype.kind == "i" else dims.astype(np.uint64)
         )
         return _signs(weights, _bit_matrix(hashes.astype("<u8").tobytes(), 64))
-    if hashfunc is None:
-        if bits not in DEFAULT_HASHES:
-            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
-        hashfunc = DEFAULT_HASHES[bits]
-    elif bits < 1:
-        raise ValueError(f"bits must be positive; got {bits!r}")
+    hashfunc = _hash_function(hashfunc, bits)
     return _signs(weights, _bit_matrix([hashfunc(int(d)) for d in dims.tolist()], bits))
 
 
