@@ -318,49 +318,57 @@ def report(n: int, cases: list[Case], counts: dict[str, dict[str, float]], args:
 
 
 def calibration(args: argparse.Namespace) -> str:
+    """The collision share of the N-page load: every pair within each site, and every pair of 3 sites of a language."""
+    per_site = SITE - SITE // HELD_OUT
+    sites = [site_language(g) for g in range(-(-args.n // per_site))]
     rows = []
     for lang in ("en", "zh"):
         pages = rp.corpus(lang, args.seed)
-        rates = rp.collisions(pages, args.calibration_sites)
-        for n in (100_000, 1_000_000, 10_000_000):
-            collision_share = rp.share(rates, SITE, n)
-            rows.append(
-                [
-                    lang,
-                    f"{n:,}",
-                    f"{rates['p_same']:.2e}",
-                    f"{rates['p_cross']:.1e}",
-                    f"{collision_share:.1e}",
-                    f"{collision_share * (n - 1):.1f}",
-                ]
-            )
-        diffs = Counter(rp.validate(pages, range(0, args.calibration_sites * SITE, 97)))
+        numbers = [s for language, s in sites if language == lang]
+        totals: Counter = Counter()
+        first: list[tuple[np.ndarray, np.ndarray]] = []  # 3 sites, for the pairs across sites
+        for s in numbers:
+            fps = _site((lang, args.seed, s))
+            roots = np.array([pages.root(p) for p in range(s * SITE, (s + 1) * SITE)])
+            found = rp.collisions(fps, roots, np.zeros(SITE))
+            totals.update(same=found["same"], same_pairs=found["same_pairs"], copies=found["copies"])
+            if len(first) < 3:
+                first.append((fps, roots))
+        cross = rp.collisions(
+            np.concatenate([f for f, _ in first]),
+            np.concatenate([r for _, r in first]),
+            np.arange(len(first) * SITE) // SITE,
+        )
+        rates = {"p_same": totals["same"] / totals["same_pairs"], "p_cross": cross["cross"] / cross["cross_pairs"]}
+        collision_share = rp.share(rates, SITE, args.n)
+        diffs = Counter(rp.validate(pages, range(0, 3 * SITE, 97)))
         rows.append(
             [
                 lang,
-                "validation",
-                f"{diffs[0]}/{sum(diffs.values())} equal",
-                ", ".join(f"{d} bits: {k}" for d, k in sorted(diffs.items()) if d),
-                "",
-                "",
+                f"{len(numbers)} sites, {totals['same_pairs']:,} pairs: {totals['same']:,} collisions, "
+                f"{rates['p_same']:.2e}",
+                f"{cross['cross_pairs']:,} pairs: {cross['cross']:,}",
+                f"{collision_share:.1e}",
+                f"{collision_share * (args.n - 1):.1f}",
+                f"{diffs[0]}/{sum(diffs.values())} equal"
+                + "".join(f"; {k} differ by {d} bits" for d, k in sorted(diffs.items()) if d),
             ]
         )
-        print(rows[-4:], flush=True)
+        print(rows[-1], flush=True)
     return "\n".join(
         [
             "### Calibration",
             "",
-            f"`{command()}`, {stamp()}; {args.calibration_sites} whole sites per language "
-            f"({args.calibration_sites * SITE:,} pages, every pair).",
+            f"`{command()}`, {stamp()}: the sites of the {args.n:,}-page load.",
             "",
             table(
                 [
                     "lang",
-                    "corpus of N pages",
-                    "collision rate, pairs in one site",
-                    "pairs of two sites",
-                    "collision share",
+                    "pairs in one site, within 3 bits and not near copies",
+                    "pairs of 3 sites",
+                    f"collision share at {args.n:,}",
                     "collisions per lookup",
+                    "validation: DEFAULT.fingerprint(text)",
                 ],
                 rows,
             ),

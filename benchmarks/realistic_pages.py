@@ -196,27 +196,23 @@ def site_fingerprints(lang: str, seed: int, site: int) -> np.ndarray:
     return pages.fingerprints(range(first, first + pages.model.site_pages))
 
 
-def collisions(corpus: Corpus, sites: int) -> dict[str, float]:
-    """Collision rates at distance 3 among `sites` whole sites: p_same for two pages of one site,
-    p_cross for two pages of two sites. A collision is a pair within 3 bits that is not a near copy
-    by construction (pages of one copy root); `copies` counts the near-copy pairs within 3 bits."""
-    size = corpus.model.site_pages
-    pages = np.arange(sites * size)
-    fps = corpus.fingerprints(pages.tolist())
-    roots = np.array([corpus.root(int(p)) for p in pages])
-    site = pages // size
-    same = cross = near_copies = 0
-    for i in range(0, len(pages), 1000):
+def collisions(fps: np.ndarray, roots: np.ndarray, sites: np.ndarray) -> dict[str, int]:
+    """Pairs within 3 bits among the pages, every pair: in one site and across sites, near copies by construction
+    (pages of one copy root) apart. A collision is such a pair that is not a near copy."""
+    n = len(fps)
+    counts = dict.fromkeys(("same", "cross", "copies"), 0)
+    for i in range(0, n, 1000):
         rows = slice(i, i + 1000)
-        close = (np.bitwise_count(fps[rows, None] ^ fps[None, :]) <= 3) & (pages[rows, None] < pages[None, :])
+        close = (np.bitwise_count(fps[rows, None] ^ fps[None, :]) <= 3) & (
+            np.arange(i, i + 1000)[: n - i, None] < np.arange(n)
+        )
         copy = roots[rows, None] == roots[None, :]
-        in_site = site[rows, None] == site[None, :]
-        same += int((close & ~copy & in_site).sum())
-        cross += int((close & ~copy & ~in_site).sum())
-        near_copies += int((close & copy).sum())
-    same_pairs = sites * size * (size - 1) // 2
-    cross_pairs = len(pages) * (len(pages) - 1) // 2 - same_pairs
-    return {"p_same": same / same_pairs, "p_cross": cross / max(1, cross_pairs), "copies": near_copies}
+        in_site = sites[rows, None] == sites[None, :]
+        counts["same"] += int((close & ~copy & in_site).sum())
+        counts["cross"] += int((close & ~copy & ~in_site).sum())
+        counts["copies"] += int((close & copy).sum())
+    same_pairs = sum(k * (k - 1) // 2 for k in np.unique(sites, return_counts=True)[1].tolist())
+    return {**counts, "same_pairs": same_pairs, "cross_pairs": n * (n - 1) // 2 - same_pairs}
 
 
 def share(rates: dict[str, float], site_pages: int, n: int) -> float:
