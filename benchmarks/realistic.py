@@ -19,7 +19,6 @@ import sys
 import tempfile
 from collections import Counter
 from contextlib import ExitStack
-from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
@@ -29,44 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import realistic_pages as rp
 from benchmarks._common import REPO, Timer, command, flip, machine, median, stamp, table, write_section
 from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, vacuum
+from benchmarks.realistic_pages import HELD_OUT, SITE, realistic, site_language
 from simhash_index import open_index
 from simhash_index.index.sql.statements import fetch
-
-SITE = rp.CALIBRATED["en"].site_pages
-HELD_OUT = 100  # page j of a site with j % HELD_OUT == HELD_OUT - 1 is not loaded
-CACHE = Path(tempfile.gettempdir()) / "simhash-realistic-cache"
-
-
-def site_language(g: int) -> tuple[str, int]:
-    """Global site g: its language (3 in 10 Chinese) and its number among that language's sites."""
-    zh = g % 10 in (2, 5, 8)
-    before_zh = (g // 10) * 3 + sum(1 for r in (2, 5, 8) if r < g % 10)
-    return ("zh", before_zh) if zh else ("en", g - before_zh)
-
-
-def _site(args: tuple[str, int, int]) -> np.ndarray:
-    lang, seed, site = args
-    path = CACHE / f"{lang}-{seed}-{site}.npy"
-    if path.exists():
-        return np.load(path)
-    fps = rp.site_fingerprints(lang, seed, site)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(path.with_suffix(".tmp.npy"), fps)
-    os.replace(path.with_suffix(".tmp.npy"), path)
-    return fps
-
-
-def realistic(n: int, seed: int, workers: int) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """The n loaded fingerprints, their keys, and the held-out pages' fingerprints of the same sites."""
-    per_site = SITE - SITE // HELD_OUT
-    sites = -(-n // per_site)
-    jobs = [(*site_language(g), g) for g in range(sites)]
-    with Pool(workers) as pool:
-        arrays = pool.map(_site, [(lang, seed, s) for lang, s, _ in jobs], chunksize=1)
-    held = np.arange(SITE) % HELD_OUT == HELD_OUT - 1
-    loaded = np.concatenate([a[~held] for a in arrays])[:n]
-    keys = [f"https://{lang}{s}.example.com/{j}.html" for lang, s, _ in jobs for j in range(SITE) if not held[j]][:n]
-    return loaded, keys, np.concatenate([a[held] for a in arrays])
 
 
 def uniform(n: int, seed: int) -> np.ndarray:
@@ -328,7 +292,7 @@ def calibration(args: argparse.Namespace) -> str:
         totals: Counter = Counter()
         first: list[tuple[np.ndarray, np.ndarray]] = []  # 3 sites, for the pairs across sites
         for s in numbers:
-            fps = _site((lang, args.seed, s))
+            fps = rp.cached_site((lang, args.seed, s))
             roots = np.array([pages.root(p) for p in range(s * SITE, (s + 1) * SITE)])
             found = rp.collisions(fps, roots, np.zeros(SITE))
             totals.update(same=found["same"], same_pairs=found["same_pairs"], copies=found["copies"])
@@ -339,7 +303,10 @@ def calibration(args: argparse.Namespace) -> str:
             np.concatenate([r for _, r in first]),
             np.arange(len(first) * SITE) // SITE,
         )
-        rates = {"p_same": totals["same"] / totals["same_pairs"], "p_cross": cross["cross"] / cross["cross_pairs"]}
+        rates = {
+            "p_same": totals["same"] / totals["same_pairs"],
+            "p_cross": cross["cross"] / max(1, cross["cross_pairs"]),
+        }
         collision_share = rp.share(rates, SITE, args.n)
         diffs = Counter(rp.validate(pages, range(0, 3 * SITE, 97)))
         rows.append(

@@ -10,9 +10,13 @@ so any page of a 10M-page corpus can be regenerated alone.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from multiprocessing import Pool
+from pathlib import Path
 
 import numpy as np
 import xxhash
@@ -194,6 +198,44 @@ def site_fingerprints(lang: str, seed: int, site: int) -> np.ndarray:
     pages = corpus(lang, seed)
     first = site * pages.model.site_pages
     return pages.fingerprints(range(first, first + pages.model.site_pages))
+
+
+SITE = CALIBRATED["en"].site_pages
+HELD_OUT = 100  # page j of a site with j % HELD_OUT == HELD_OUT - 1 is not loaded
+CACHE = Path(tempfile.gettempdir()) / "simhash-realistic-cache"
+
+
+def site_language(g: int) -> tuple[str, int]:
+    """Global site g: its language (3 in 10 Chinese) and its number among that language's sites."""
+    zh = g % 10 in (2, 5, 8)
+    before_zh = (g // 10) * 3 + sum(1 for r in (2, 5, 8) if r < g % 10)
+    return ("zh", before_zh) if zh else ("en", g - before_zh)
+
+
+def cached_site(args: tuple[str, int, int]) -> np.ndarray:
+    lang, seed, site = args
+    model = xxhash.xxh64_hexdigest(repr(CALIBRATED[lang]).encode())[:8]  # a changed model is generated anew
+    path = CACHE / f"{lang}-{model}-{seed}-{site}.npy"
+    if path.exists():
+        return np.load(path)
+    fps = site_fingerprints(lang, seed, site)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(path.with_suffix(".tmp.npy"), fps)
+    os.replace(path.with_suffix(".tmp.npy"), path)
+    return fps
+
+
+def realistic(n: int, seed: int, workers: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The n loaded fingerprints, their keys, and the held-out pages' fingerprints of the same sites."""
+    per_site = SITE - SITE // HELD_OUT
+    sites = -(-n // per_site)
+    jobs = [(*site_language(g), g) for g in range(sites)]
+    with Pool(workers) as pool:
+        arrays = pool.map(cached_site, [(lang, seed, s) for lang, s, _ in jobs], chunksize=1)
+    held = np.arange(SITE) % HELD_OUT == HELD_OUT - 1
+    loaded = np.concatenate([a[~held] for a in arrays])[:n]
+    keys = [f"https://{lang}{s}.example.com/{j}.html" for lang, s, _ in jobs for j in range(SITE) if not held[j]][:n]
+    return loaded, keys, np.concatenate([a[held] for a in arrays])
 
 
 def collisions(fps: np.ndarray, roots: np.ndarray, sites: np.ndarray) -> dict[str, int]:
