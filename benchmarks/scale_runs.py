@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from simhash_index.index.sql.statements import fetch
 
 from benchmarks._common import Timer, flip, median, page_key, peak_rss_mb
 from benchmarks._stores import LAYOUT, disk_bytes, storage_parts, vacuum
 from benchmarks.scale_lookups import BlockCounts, examined, lookup_rows
 from simhash_index import SimhashIndex
 from simhash_index.index.records import Fingerprint
+from simhash_index.index.sql.statements import fetch
 
 SAMPLE = 5_000  # stored fingerprints a load hands back, for planted queries and near-duplicate checks
 

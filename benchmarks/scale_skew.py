@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from simhash_index.index.records import MASK64
 
 from benchmarks._common import Timer, median
 from benchmarks._stores import LAYOUT, vacuum
 from benchmarks.scale_lookups import Fingerprints, distance, examined, lookup_rows
 from benchmarks.scale_runs import bulk_load
 from simhash_index import Fingerprinter, SimhashIndex
+from simhash_index.index.records import MASK64
 
 
 @dataclass(frozen=True)
