@@ -9,6 +9,10 @@ siblings, yet sharing a block with many of them) and a MinHash sketch sharing ha
 with the template's. Templates are picked Zipf-like, so a few are big crowds. One page in ten
 is a near-duplicate of an earlier page (1 to 3 bits flipped, 97% of sketch slots kept):
 the pages a crawl drops.
+
+Checked once (2026-11-23) against the corpus: two random generated pages are 20/23/28/31 bits
+apart at the 1st/5th/25th/50th percentile; in the eval corpus, two non-duplicate pages of the same
+repository are 16/20/24/27 bits apart and of different repositories 22/25/29/31.
 """
 
 from __future__ import annotations

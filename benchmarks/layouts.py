@@ -161,14 +161,20 @@ def time_round(cases: list[Case], rng: random.Random, args: argparse.Namespace, 
 PEER: dict = {"seconds": {"random": [], "planted": []}}
 
 
+BLOCK0 = 0x5A5A  # the block0 value the block0 crowd shares
+
+
+def fresh_fingerprint(case: Case, rng: random.Random) -> int:
+    """A new page: random, or in the block0 crowd a new member of it."""
+    fp = rng.getrandbits(64)
+    return (fp & ~0xFFFF) | BLOCK0 if case.data == "block0 crowd" else fp
+
+
 def new_items(case: Case, rng: random.Random, count: int, as_fp: Callable) -> list:
     """Fresh pages to check: one in ten near a stored one."""
     out = []
     for i in range(count):
-        if i % 10 == 0:
-            fp = flip(as_fp(rng.choice(case.stored)), rng)
-        else:
-            fp = rng.getrandbits(64)
+        fp = flip(as_fp(rng.choice(case.stored)), rng) if i % 10 == 0 else fresh_fingerprint(case, rng)
         out.append((f"https://example.com/new/{case.layout}/{i}.html", fp))
     return out
 
@@ -179,6 +185,9 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--layouts", default="blocks,halves")
     parser.add_argument("--crowd", type=int, default=100_000, help="pages in the template crowd (0: none)")
+    parser.add_argument(
+        "--block-crowd", type=int, default=100_000, help="pages of which a fifth share block0 (bits 0-15); 0: none"
+    )
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--queries", type=int, default=1000, help="random queries a round (and as many planted)")
@@ -253,13 +262,35 @@ def main() -> None:
                         f"{case.name}: {case.figures['bytes']:.0f} bytes/page, {case.figures['reads']:.1f} rows/query",
                         flush=True,
                     )
+        if args.block_crowd:
+            n, crowd_n = args.block_crowd, args.block_crowd // 5
+            fps = uniform(n, 31)
+            fps[:crowd_n] = (fps[:crowd_n] & np.uint64(MASK ^ 0xFFFF)) | np.uint64(BLOCK0)
+            reads = Reads(fps)
+            members = [int(x) for x in fps[:crowd_n:10]]
+            for backend in backends:
+                for layout in layouts:
+                    url, path, index = open_case(stack, args, tmp, backend, layout, "block0")
+                    seconds = load(index, backend, url, ((page_key(i), int(fp)) for i, fp in enumerate(fps.tolist())))
+                    case = Case(backend, layout, "block0 crowd", n, url, path, index, members)
+                    probes = [fresh_fingerprint(case, rng) for _ in range(2000)]
+                    case.figures.update(
+                        load=n / seconds,
+                        bytes=disk_bytes(backend, index, path) / n,
+                        reads=float(np.mean([reads.of(layout, q) for q in probes])),
+                        crowd_probes=probes,
+                    )
+                    if path is not None:
+                        case.figures["sql_reads"] = sql_reads(path, layout, probes[:100])
+                    cases.append(case)
+                    print(f"{case.name}: {case.figures['reads']:.1f} rows/query", flush=True)
         # the queries and new pages of every case
         for case in cases:
             crowd_case = case.data == "crowd"
             as_fp = (lambda s: s.simhash) if crowd_case else (lambda x: x)
             random_q = (
                 case.figures.pop("crowd_probes")[: args.queries]
-                if crowd_case
+                if "crowd_probes" in case.figures
                 else [rng.getrandbits(64) for _ in range(args.queries)]
             )
             planted_q = [flip(as_fp(rng.choice(case.stored)), rng) for _ in range(args.queries)]
@@ -285,6 +316,21 @@ def main() -> None:
                 flush=True,
             )
     write(cases, args, sizes, began, load_before, machine())
+
+
+def _crossover(pts: list, metric: str) -> str:
+    """Where blocks' seconds (growing with the rows it reads, linear in N) meet halves' (about flat)."""
+    (n1, b1, _), (n2, b2, h2) = pts[0], pts[-1]
+    tb1, tb2, th = 1 / b1.figures[metric], 1 / b2.figures[metric], 1 / h2.figures[metric]
+    slope = (tb2 - tb1) / (n2 - n1)
+    timed = f"blocks {tb1 * 1e6:.0f} µs at {n1:,} and {tb2 * 1e6:.0f} µs at {n2:,}, halves {th * 1e6:.0f} µs at {n2:,}"
+    if th <= tb2:
+        return f"halves already as fast or faster at {n2:,} ({timed})"
+    if slope <= 0:
+        return f"blocks did not slow from {n1:,} to {n2:,} in this run ({timed}); no crossover in sight"
+    return (
+        f"blocks faster at {n2:,} ({timed}); extrapolated linearly, crossover near {n2 + (th - tb2) / slope:,.0f} pages"
+    )
 
 
 def write(cases: list[Case], args, sizes, began, load_before, load_after) -> None:
@@ -353,7 +399,11 @@ def write(cases: list[Case], args, sizes, began, load_before, load_after) -> Non
         return next((c for c in cases if (c.backend, c.layout, c.data, c.n) == (backend, layout, data, n)), None)
 
     for backend in args.backends.split(","):
-        for data, ns in (("uniform", sizes), ("crowd", [args.crowd] if args.crowd else [])):
+        for data, ns in (
+            ("uniform", sizes),
+            ("crowd", [args.crowd] if args.crowd else []),
+            ("block0 crowd", [args.block_crowd] if args.block_crowd else []),
+        ):
             for n in ns:
                 b, h = get(backend, "blocks", data, n), get(backend, "halves", data, n)
                 if b and h:
@@ -366,26 +416,9 @@ def write(cases: list[Case], args, sizes, began, load_before, load_after) -> Non
     for backend in args.backends.split(","):
         pts = [(n, get(backend, "blocks", "uniform", n), get(backend, "halves", "uniform", n)) for n in sizes]
         pts = [(n, b, h) for n, b, h in pts if b and h]
-        if len(pts) >= 2:
-            (n1, b1, h1), (n2, b2, h2) = pts[0], pts[-1]
-            # seconds per query: blocks grows with the rows it reads (linear in N); halves about flat
-            tb1, tb2 = 1 / b1.figures["random"], 1 / b2.figures["random"]
-            th = 1 / h2.figures["random"]
-            slope = (tb2 - tb1) / (n2 - n1)
-            if slope > 0 and th > tb2:
-                at = n2 + (th - tb2) / slope
-                crossover.append(
-                    f"- {backend}: blocks stay faster at {n2:,}; extrapolating its seconds/query linearly in N "
-                    f"({tb1 * 1e6:.0f} µs at {n1:,}, {tb2 * 1e6:.0f} µs at {n2:,}) to halves' {th * 1e6:.0f} µs: crossover near {at:,.0f} pages"
-                )
-            elif th <= tb2:
-                crossover.append(
-                    f"- {backend}: halves already as fast or faster at {n2:,} ({th * 1e6:.0f} µs vs {tb2 * 1e6:.0f} µs a query)"
-                )
-            else:
-                crossover.append(
-                    f"- {backend}: blocks' time per query did not grow from {n1:,} to {n2:,} in this run; no crossover in sight"
-                )
+        for metric, what in (("random", "a query"), ("batch", "a decision in batches of 64")):
+            if len(pts) >= 2:
+                crossover.append(f"- {backend}, {what}: " + _crossover(pts, metric))
     target = []
     sq = get("sqlite", "blocks", "uniform", PEER.get("n", -1))
     if sq and peer_random:
@@ -404,7 +437,9 @@ The same N random fingerprints (no text hash, no sketch) loaded with `add_many` 
 expression indexes, 66 probes); PostgreSQL VACUUM ANALYZEd after the load. The "crowd" rows: {args.crowd:,} skewed pages from
 `benchmarks/_pages.py` (template crowds around the eval corpus's real signatures, 8-24 bits flipped, Zipf-picked templates,
 sketches and text hashes); their "random" queries are new pages of the same crowds (not stored), planted ones a stored page
-1-3 bits off. Every index is queried in each of {args.rounds} interleaved rounds ({args.queries:,} random + {args.queries:,} planted
+1-3 bits off. The "block0 crowd" rows: {args.block_crowd:,} random pages of which a fifth share one block0 value
+(bits 0-15), the worst case of the blocks layout (the pathological crowd of the sections above, milder); its queries
+are new members of that crowd. Every index is queried in each of {args.rounds} interleaved rounds ({args.queries:,} random + {args.queries:,} planted
 `query()` calls, {args.checks} `check_and_add` calls each its own commit, {args.batches} `check_and_add_many` batches of 64;
 one new page in ten a near-duplicate); medians. Rows read/query: index entries the lookup returns for 2,000 random (crowd:
 new crowd) queries, counted in numpy from the stored fingerprints (blocks: the four block buckets; halves: the 66 half
