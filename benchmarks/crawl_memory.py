@@ -3,7 +3,9 @@
     python benchmarks/crawl_memory.py [--pages 100000] [--max-minutes 20] [--interval 1] [--no-write]
 
 A local HTTP server (a thread of this process) generates the site on the fly: page i links to
-pages 10i+1..10i+10 (so a crawl from the start page reaches them all, breadth-first), carries a
+pages i+1..i+5 and back to i/2 and a random earlier page (so a crawl reaches them all while the
+scheduler's queue of pending requests stays short: memory that grows is the crawl's, not a
+frontier of unfetched URLs), carries a
 shared template (navigation, footer) and about 300 words of text drawn Zipf-like from a
 vocabulary (the eval corpus's English words when it is present); one page in ten is a
 near-duplicate of an earlier page (the same text with a few words changed). `scrapy crawl site`
@@ -79,9 +81,8 @@ class Site:
     def html(self, i: int) -> bytes:
         words = self.text(i).split(" ")
         paragraphs = "".join(f"<p>{' '.join(words[s : s + 60])}.</p>" for s in range(0, len(words), 60))
-        links = "".join(
-            f'<li><a href="/page/{c}.html">page {c}</a></li>' for c in range(10 * i + 1, min(10 * i + 11, self.pages))
-        )
+        targets = [*range(i + 1, min(i + 6, self.pages)), i // 2, random.Random(~i).randrange(max(1, i))]
+        links = "".join(f'<li><a href="/page/{c}.html">page {c}</a></li>' for c in targets)
         return (
             f"<!doctype html><html><head><title>Page {i}</title></head><body>"
             '<nav><a href="/">Home</a> <a href="/about.html">About</a> <a href="/contact.html">Contact</a></nav>'
@@ -132,6 +133,8 @@ def crawl(start: str, workdir: Path, args: argparse.Namespace, site: Site) -> tu
         "-s", "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
         "-s", "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
     ]  # fmt: skip
+    if args.plain:
+        cmd += ["-s", "SIMHASH_ENABLED=False"]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     began = time.perf_counter()
     process = subprocess.Popen(cmd, cwd=REPO, env=env)
@@ -163,11 +166,20 @@ def plot(samples: list[tuple], path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
+def _window(marks: list[tuple], served: int, low: float, high: float) -> tuple[float, float]:
+    """(mean pages fetched, mean RSS of the crawl process) over the samples between two fractions of the crawl."""
+    inside = [m for m in marks if low * served <= m[1] <= high * served] or marks[-1:]
+    return sum(m[1] for m in inside) / len(inside), sum(m[2] for m in inside) / len(inside)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=100_000)
     parser.add_argument("--max-minutes", type=float, default=20.0, help="stop the crawl after this long")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between RSS samples")
+    parser.add_argument(
+        "--plain", action="store_true", help="dedup off (SIMHASH_ENABLED=False): Scrapy's own curve, its own section"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     began, load_before = stamp(), machine()
@@ -194,44 +206,49 @@ def main() -> None:
         if sample[1] not in shown:
             shown.add(sample[1])
             rows.append([f"{sample[1]:,}", f"{sample[0]:.0f}", f"{sample[2]:.0f}", f"{sample[3]:.0f}"])
-    quarter = min(marks, key=lambda s: abs(s[1] - 0.25 * served))
-    last = marks[-1]
-    growth = (last[2] - quarter[2]) / max(1, last[1] - quarter[1]) * 10_000
+    early, late = _window(marks, served, 0.2, 0.3), _window(marks, served, 0.85, 0.95)
+    growth = (late[1] - early[1]) / max(1, late[0] - early[0]) * 10_000
     peak = max(s[2] for s in samples), max(s[3] for s in samples)
+    name, picture = (
+        ("crawl_memory_plain", PLOT.with_name("crawl_memory_plain.png")) if args.plain else ("crawl_memory", PLOT)
+    )
     if not args.no_write:
-        plot(samples, PLOT)
+        plot(samples, picture)
     shortfall = (
         ""
         if served >= args.pages
         else f" The crawl fetched {served:,} of the {args.pages:,} pages before --max-minutes "
         f"{args.max_minutes:g} was up."
     )
-    body = f"""## Crawl memory
+    title = "Crawl memory, dedup off (the baseline)" if args.plain else "Crawl memory"
+    mode = "dedup OFF (`SIMHASH_ENABLED=False`: Scrapy alone, the baseline)" if args.plain else "dedup on"
+    body = f"""## {title}
 
 `{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(machine())}.
 2 shared cores (other agents' test runs): the crawl rate is this machine's under that load.
 
 A generated site of {args.pages:,} pages served on 127.0.0.1 by a thread of the benchmark (page i links to
-pages 10i+1..10i+10; a shared template and 200-400 words drawn Zipf-like from the eval corpus's English vocabulary;
+pages i+1..i+5, back to i/2 and to a random earlier page, so the queue of pending requests stays short; a shared
+template and 200-400 words drawn Zipf-like from the eval corpus's English vocabulary;
 one page in ten a near-duplicate of an earlier one, 3 words changed), crawled breadth-first by `scrapy crawl site`
-with dedup on (SQLite index, SIMHASH_WORKERS and SIMHASH_BATCH_SIZE at their defaults, `-O items.jsonl` with the URL
+with {mode} (SQLite index, SIMHASH_WORKERS and SIMHASH_BATCH_SIZE at their defaults, `-O items.jsonl` with the URL
 only). RSS sampled from /proc every {args.interval:g} s: the crawl process alone, and with its extraction worker
 processes.{shortfall}
 
 Pages fetched: {served:,} in {wall:.0f} s ({served / wall:,.0f}/s); items written: {items:,}; dropped as duplicates:
-{", ".join(dropped) or "(no simhash/dropped stat in the log)"} ({", ".join(exact) or 0} of them exact); finish reason: {", ".join(reason) or "?"}.
+{", ".join(dropped) or "(no simhash/dropped stat in the log)"} ({", ".join(exact) or 0} of them exact);
+finish reason: {", ".join(reason) or "?"}.
 
 {table(["pages fetched", "seconds", "RSS MB (crawl process)", "RSS MB (with workers)"], rows)}
 
-Peak RSS: {peak[0]:.0f} MB (crawl process), {peak[1]:.0f} MB with workers. From a quarter of the crawl to its
-end the crawl
-process grew {last[2] - quarter[2]:+.0f} MB ({growth:+.1f} MB per 10,000 pages).
+Peak RSS: {peak[0]:.0f} MB (crawl process), {peak[1]:.0f} MB with workers. The crawl process's mean RSS went
+from {early[1]:.0f} MB (20-30% of the pages fetched) to {late[1]:.0f} MB (85-95%): {growth:+.1f} MB per 10,000 pages.
 
-![RSS against pages fetched](crawl_memory.png)
+![RSS against pages fetched]({picture.name})
 """
     print(body)
     if not args.no_write:
-        write_section("crawl_memory", body)
+        write_section(name, body)
         print("wrote docs/crawl_memory.png and the crawl_memory section of docs/benchmarks.md")
 
 

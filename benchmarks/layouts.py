@@ -31,7 +31,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import REPO, Timer, command, flip, machine, median, page_key, stamp, table, write_section
+from benchmarks._common import (
+    REPO,
+    Timer,
+    command,
+    flip,
+    load_of,
+    machine,
+    median,
+    page_key,
+    stamp,
+    table,
+    write_section,
+)
 from benchmarks._pages import pages, templates
 from benchmarks._stores import DEFAULT_POSTGRES, disk_bytes, postgres_schema, vacuum
 from simhash_index import open_index
@@ -223,8 +235,8 @@ def main() -> None:
                         case.figures["sql_reads"] = sql_reads(path, layout, read_queries[:300])
                     cases.append(case)
                     print(
-                        f"{case.name}: loaded at {case.figures['load']:,.0f}/s, {case.figures['bytes']:.0f} bytes/page, "
-                        f"{case.figures['reads']:.2f} rows/query",
+                        f"{case.name}: loaded at {case.figures['load']:,.0f}/s, "
+                        f"{case.figures['bytes']:.0f} bytes/page, {case.figures['reads']:.2f} rows/query",
                         flush=True,
                     )
             if n == sizes[-1] and not args.no_peer:
@@ -306,7 +318,7 @@ def main() -> None:
             else:
                 case.figures["new"] = new_items(case, rng, (args.checks + 64 * args.batches) * args.rounds, as_fp)
         if peer is not None:
-            biggest = [c for c in cases if c.data == "uniform" and c.n == sizes[-1]][0]
+            biggest = next(c for c in cases if c.data == "uniform" and c.n == sizes[-1])
             peer = (peer[0], peer[1], biggest.figures["queries"]["random"], biggest.figures["queries"]["planted"])
         for round_ in range(args.rounds):
             time_round(cases, rng, args, peer)
@@ -407,10 +419,11 @@ def write(cases: list[Case], args, sizes, began, load_before, load_after) -> Non
             for n in ns:
                 b, h = get(backend, "blocks", data, n), get(backend, "halves", data, n)
                 if b and h:
+                    r = {k: b.figures[k] / h.figures[k] for k in ("random", "planted", "check", "batch", "bytes")}
                     lines.append(
-                        f"- {backend}, {data} {n:,}: blocks/halves queries {b.figures['random'] / h.figures['random']:.2f}x random, "
-                        f"{b.figures['planted'] / h.figures['planted']:.2f}x planted; check_and_add {b.figures['check'] / h.figures['check']:.2f}x, "
-                        f"batches of 64 {b.figures['batch'] / h.figures['batch']:.2f}x; bytes/page {b.figures['bytes'] / h.figures['bytes']:.2f}x"
+                        f"- {backend}, {data} {n:,}: blocks/halves queries {r['random']:.2f}x random, "
+                        f"{r['planted']:.2f}x planted; check_and_add {r['check']:.2f}x, "
+                        f"batches of 64 {r['batch']:.2f}x; bytes/page {r['bytes']:.2f}x"
                     )
     crossover = []
     for backend in args.backends.split(","):
@@ -424,28 +437,30 @@ def write(cases: list[Case], args, sizes, began, load_before, load_after) -> Non
     if sq and peer_random:
         ratio = sq.figures["random"] / peer_random
         target.append(
-            f"- SQLite blocks queries at {PEER['n']:,}: {sq.figures['random']:,.0f}/s, {ratio:.1f}x the peer's {peer_random:,.0f}/s "
-            f"(target >= 3x): {'met' if ratio >= 3 else 'MISSED'}"
+            f"- SQLite blocks queries at {PEER['n']:,}: {sq.figures['random']:,.0f}/s, "
+            f"{ratio:.1f}x the peer's {peer_random:,.0f}/s (target >= 3x): {'met' if ratio >= 3 else 'MISSED'}"
         )
     body = f"""## Layouts: blocks and halves side by side
 
-`{command()}` — {began}; {load_before} (at the start); load average at the end: {load_after.split("load average ")[1].split(";")[0]}.
+`{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(load_after)}.
 2 shared cores (other agents' test runs): compare within this table and the ratios, not with other runs.
 
-The same N random fingerprints (no text hash, no sketch) loaded with `add_many` into each (backend, layout) index, created with
-`open_index(url, layout=...)` ("blocks": four 16-bit block columns, contiguous assignment; "halves": two 32-bit half
-expression indexes, 66 probes); PostgreSQL VACUUM ANALYZEd after the load. The "crowd" rows: {args.crowd:,} skewed pages from
-`benchmarks/_pages.py` (template crowds around the eval corpus's real signatures, 8-24 bits flipped, Zipf-picked templates,
-sketches and text hashes); their "random" queries are new pages of the same crowds (not stored), planted ones a stored page
-1-3 bits off. The "block0 crowd" rows: {args.block_crowd:,} random pages of which a fifth share one block0 value
-(bits 0-15), the worst case of the blocks layout (the pathological crowd of the sections above, milder); its queries
-are new members of that crowd. Every index is queried in each of {args.rounds} interleaved rounds ({args.queries:,} random + {args.queries:,} planted
-`query()` calls, {args.checks} `check_and_add` calls each its own commit, {args.batches} `check_and_add_many` batches of 64;
-one new page in ten a near-duplicate); medians. Rows read/query: index entries the lookup returns for 2,000 random (crowd:
-new crowd) queries, counted in numpy from the stored fingerprints (blocks: the four block buckets; halves: the 66 half
-values), in brackets what the SQLite index's own candidate statement returned for 300 of them. Bytes/page: SQLite's file
-after a checkpoint, PostgreSQL's tables with their indexes. The peer: PyPI `simhash.SimhashIndex(k=3)` in this process,
-queried with prebuilt `Simhash` objects.
+The same N random fingerprints (no text hash, no sketch) loaded with `add_many` into each (backend, layout)
+index, created with `open_index(url, layout=...)` ("blocks": four 16-bit block columns, contiguous assignment;
+"halves": two 32-bit half expression indexes, 66 probes); PostgreSQL VACUUM ANALYZEd after the load. The "crowd"
+rows: {args.crowd:,} skewed pages from `benchmarks/_pages.py` (template crowds around the eval corpus's real
+signatures, 8-24 bits flipped, Zipf-picked templates, sketches and text hashes); their "random" queries are new
+pages of the same crowds (not stored), planted ones a stored page 1-3 bits off. The "block0 crowd" rows:
+{args.block_crowd:,} random pages of which a fifth share one block0 value (bits 0-15), the worst case of the blocks
+layout (the pathological crowds of the sections above, milder); its queries are new members of that crowd. Every
+index is queried in each of {args.rounds} interleaved rounds ({args.queries:,} random + {args.queries:,} planted
+`query()` calls, {args.checks} `check_and_add` calls each its own commit, {args.batches} `check_and_add_many`
+batches of 64; one new page in ten a near-duplicate); medians. Rows read/query: index entries the lookup returns
+for 2,000 random (crowds: new crowd member) queries, counted in numpy from the stored fingerprints (blocks: the
+four block buckets; halves: the 66 half values), in brackets what the SQLite index's own candidate statement
+returned for 300 (block0 crowd: 100) of them. Bytes/page: SQLite's file after a checkpoint, PostgreSQL's tables
+with their indexes. The peer: PyPI `simhash.SimhashIndex(k=3)` in this process, queried with prebuilt `Simhash`
+objects.
 
 {table(header, rows)}
 
