@@ -206,6 +206,9 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=200, help="check_and_add calls per index a round")
     parser.add_argument("--batches", type=int, default=10, help="batches of 64 per index a round")
     parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
+    parser.add_argument(
+        "--section", default="layouts", help="the docs/scale.md section to write (another name keeps the main one)"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     sizes = sorted(int(x) for x in args.n.split(","))
@@ -440,7 +443,8 @@ def write(cases: list[Case], args, sizes, began, load_before, load_after) -> Non
             f"- SQLite blocks queries at {PEER['n']:,}: {sq.figures['random']:,.0f}/s, "
             f"{ratio:.1f}x the peer's {peer_random:,.0f}/s (target >= 3x): {'met' if ratio >= 3 else 'MISSED'}"
         )
-    body = f"""## Layouts: blocks and halves side by side
+    heading = "Layouts: blocks and halves side by side" + ("" if args.section == "layouts" else f" ({args.section})")
+    body = f"""## {heading}
 
 `{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(load_after)}.
 2 shared cores (other agents' test runs): compare within this table and the ratios, not with other runs.
@@ -474,7 +478,7 @@ Crossover (uniform fingerprints):
 """
     print("\n" + body)
     if not args.no_write:
-        write_section("layouts", body, SCALE_DOC)
+        write_section(args.section, body, SCALE_DOC)
         print("wrote the layouts section of docs/scale.md")
 
 
