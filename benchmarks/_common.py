@@ -36,6 +36,11 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} CPUs, load average {load}; Python {platform.python_version()}"
 
 
+def load_of(machine_line: str) -> str:
+    """The load average part of a machine() line."""
+    return machine_line.split("load average ")[1].split(";")[0]
+
+
 def command() -> str:
     return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
 
