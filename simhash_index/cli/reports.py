@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -139,13 +139,26 @@ def duplicates(
     host: only pages on this host or its subdomains (and port, when it has one; see
     HostFilter). since: only pages dropped at or after this moment (naive means UTC).
     """
-    rows: Iterator[Duplicate] = index.logged(since=since)
+    rows = duplicates_among(index.logged(since=since), host=host, max_distance=max_distance)
+    yield from itertools.islice(rows, limit)
+
+
+def duplicates_among(
+    rows: Iterable[Duplicate],
+    *,
+    host: str | HostFilter | None = None,
+    since: datetime | None = None,
+    max_distance: int | None = None,
+) -> Iterator[Duplicate]:
+    """The duplicates of `rows` that pass the filters of `duplicates`."""
+    if since is not None:
+        rows = (row for row in rows if row.seen_at >= since)
     if max_distance is not None:
         rows = (row for row in rows if row.distance <= max_distance)
     if host is not None:
         wanted = host if isinstance(host, HostFilter) else HostFilter.parse(host)
         rows = (row for row in rows if wanted.matches(row.key))
-    yield from itertools.islice(rows, limit)
+    yield from rows
 
 
 def clusters(index: Index, *, limit: int | None = None) -> Iterator[Cluster]:

@@ -109,6 +109,10 @@ class Index(ABC):
         """The stored page with this key, as a Match at distance 0, or None."""
         return self._get(check_key(key))
 
+    def page(self, key: str) -> StoredPage | None:
+        """The stored page with this key, with its signature, age rank and time stored; or None."""
+        return self._page(check_key(key))
+
     def duplicate(self, key: str) -> Duplicate | None:
         """The page logged as a duplicate under this key, or None."""
         return self._duplicate(check_key(key))
@@ -162,6 +166,9 @@ class Index(ABC):
 
     @abstractmethod
     def _get(self, key: str) -> Match | None: ...
+
+    @abstractmethod
+    def _page(self, key: str) -> StoredPage | None: ...
 
     @abstractmethod
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]: ...

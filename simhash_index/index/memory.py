@@ -138,6 +138,9 @@ class MemoryIndex(Index):
         page = self._pages.get(key)
         return None if page is None else Match(key, page.signature.simhash, 0, exact=True)
 
+    def _page(self, key: str) -> StoredPage | None:
+        return self._pages.get(key)
+
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         with self._lock:
             entries = sorted(self._log.values(), key=lambda entry: entry.order)

@@ -89,17 +89,26 @@ def decide(
         return Decision(Match(first.key, stored, bits, exact=True), store=False, checked=(verdict,))
     checked = []
     for bits, page in near(signature, nearby, policy.max_distance):
-        score = _similarity(signature, page.signature)
-        if score is None:
-            verdict = Verdict(page, bits, None, True, "not comparable")
-        else:
-            accepted = score >= policy.min_similarity
-            verdict = Verdict(page, bits, score, accepted, "similar" if accepted else "below min_similarity")
+        verdict = judge(signature, page, bits, policy)
         checked.append(verdict)
         if verdict.accepted:
-            match = Match(page.key, page.signature.simhash, bits, similarity=score)
+            match = Match(page.key, page.signature.simhash, bits, similarity=verdict.similarity)
             return Decision(match, store=False, checked=tuple(checked))
     return Decision(None, store=True, checked=tuple(checked))
+
+
+def judge(signature: Signature, page: StoredPage, bits: int, policy: Policy) -> Verdict:
+    """The verdict on a stored page `bits` away from the checked one: similar enough, or not."""
+    score = similarity(signature, page.signature)
+    if score is None:
+        return Verdict(page, bits, None, True, "not comparable")
+    accepted = score >= policy.min_similarity
+    return Verdict(page, bits, score, accepted, "similar" if accepted else "below min_similarity")
+
+
+def similarity(a: Signature, b: Signature) -> float | None:
+    """The sketches' estimated Jaccard similarity; None when either has no sketch (or they differ in size)."""
+    return _similarity(a, b)
 
 
 def _similarity(a: Signature, b: Signature) -> float | None:

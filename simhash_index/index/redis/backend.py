@@ -231,6 +231,19 @@ class RedisIndex(Index):
             return None
         return Match(key, int(found[0], 16) if found[0] else None, 0, exact=True)
 
+    def _page(self, key: str) -> StoredPage | None:
+        with self._talking():
+            page_id = self._client.hget(self._key("ids"), key.encode("utf-8"))
+            if page_id is None:
+                return None
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hgetall(self._key(f"doc:{_text(page_id)}"))
+            pipe.get(self._key(f"sketch:{_text(page_id)}"))
+            doc, sketch = pipe.execute()
+        if not doc:  # replaced between the two reads
+            return None
+        return StoredPage(key, _stored_signature(doc, sketch), int(page_id), _moment(doc[b"stored_at"]))
+
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         log, after = self._key("dup_log"), "-inf"
         while True:

@@ -249,12 +249,15 @@ class SqlIndex(Index):
         ]
 
     def _get(self, key: str) -> Match | None:
+        page = self._page(key)
+        return None if page is None else Match(key, page.signature.simhash, 0, exact=True)
+
+    def _page(self, key: str) -> StoredPage | None:
         with self._single_read() as conn:
             rows = fetch(conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)]))
         for row in rows:
             if row[1] == key:
-                page = row_page(row, self.dialect)
-                return Match(key, page.signature.simhash, 0, exact=True)
+                return row_page(row, self.dialect)
         return None
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
