@@ -88,3 +88,63 @@ def test_query_and_compare_show_the_similarity(evidence: str) -> None:
     )
     compared = json.loads(ok("compare", "--db", evidence, KEPT, TWIN, "--format", "json"))[0]
     assert (compared["distance"], compared["similarity"]) == (0, twin_similarity())
+
+
+def explained(db: str, url: str) -> dict:
+    return json.loads(ok("explain", "--db", db, url, "--format", "json"))
+
+
+def test_explain_a_dropped_page(evidence: str) -> None:
+    near = explained(evidence, NEAR)
+    distance = (signature(NEAR_TEXT).simhash ^ signature(TEXT).simhash).bit_count()
+    assert {k: near[k] for k in ("decision", "rule", "duplicate_of", "distance", "similarity")} == {
+        "decision": "dropped",
+        "rule": "near",
+        "duplicate_of": KEPT,
+        "distance": distance,
+        "similarity": near_similarity(),
+    }
+    assert near["simhash"] == to_hex(signature(NEAR_TEXT).simhash)
+    assert KEPT in near["reasons"][0] and "near, verified" in near["reasons"][0]
+    exact = explained(evidence, EXACT)
+    assert (exact["decision"], exact["rule"], exact["duplicate_of"], exact["similarity"]) == (
+        "dropped",
+        "exact",
+        KEPT,
+        None,
+    )
+
+
+def test_explain_a_kept_page(evidence: str) -> None:
+    kept = explained(evidence, KEPT)
+    assert (kept["decision"], kept["candidates"], kept["short_text"]) == ("kept", [], False)  # the oldest
+    twin_page = explained(evidence, TWIN)
+    assert twin_page["decision"] == "kept"
+    assert twin_page["candidates"] == [
+        {
+            "url": KEPT,
+            "simhash": to_hex(signature(TEXT).simhash),
+            "distance": 0,
+            "similarity": twin_similarity(),
+            "duplicate": False,
+            "reason": "below min_similarity",
+        }
+    ]
+    # under a lower threshold, the same evidence would have made it a duplicate
+    lower = json.loads(
+        ok("explain", "--db", evidence, TWIN, "--format", "json", "--min-similarity", str(twin_similarity()))
+    )
+    assert lower["candidates"][0]["duplicate"] is True
+    short = explained(evidence, SHORT)
+    assert (short["decision"], short["short_text"]) == ("kept", True)
+    assert "too short" in short["reasons"][0]
+
+
+def test_explain_as_text_and_unknown_pages(evidence: str) -> None:
+    text = ok("explain", "--db", evidence, TWIN, "--format", "text")
+    lines = text.splitlines()
+    assert f"url             {TWIN}" in lines and "decision        kept" in lines
+    assert any(line.startswith(KEPT) and "below min_similarity" in line for line in lines)
+    assert f"{twin_similarity()}" in text
+    result = run("explain", "--db", evidence, "https://example.com/never")
+    assert result.exit_code == 1 and "neither stored nor logged" in result.stderr

@@ -28,7 +28,7 @@ from ..errors import (
 from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, Signature
 from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..fingerprinting.simhash import from_hex, hamming, to_hex
-from ..index import explain as explaining
+from ..index import explain as evidence
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from ..index.records import Policy, check_key
@@ -237,12 +237,12 @@ def query(
     else:
         path, kind = (text_file, "text") if text_file is not None else (html_file, "html")
         signature = signature_of(fingerprinter_for(index.scheme), read_page(path, kind), path)
-    formats.write_matches(explaining.near(index, signature, exclude=exclude), _format(fmt), sys.stdout)
+    formats.write_matches(evidence.near(index, signature, exclude=exclude), _format(fmt), sys.stdout)
 
 
-def find_page(index: Index, url: str) -> explaining.Found:
+def find_page(index: Index, url: str) -> evidence.Found:
     """A page stored or dropped under this URL; a one-line error when neither."""
-    found = explaining.find(index, url)
+    found = evidence.find(index, url)
     if found.status == "unknown":
         raise click.ClickException(
             f"{formats.visible(url)} is neither stored nor logged as a duplicate in the database"
@@ -250,7 +250,7 @@ def find_page(index: Index, url: str) -> explaining.Found:
     return found
 
 
-def page_fingerprint(found: explaining.Found) -> int:
+def page_fingerprint(found: evidence.Found) -> int:
     """The fingerprint of a page stored or dropped; a one-line error when it has none."""
     if found.fingerprint is None:
         raise click.ClickException(
@@ -324,7 +324,7 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     fingerprints = [page.simhash if isinstance(page, Signature) else page_fingerprint(page) for page in pages]
     row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
-    row["similarity"] = formats.score(explaining.similarity_between(*pages))
+    row["similarity"] = formats.score(evidence.similarity_between(*pages))
     formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric={"distance", "similarity"})
 
 
@@ -410,3 +410,7 @@ def open_existing(db: str, max_distance: int) -> Index | None:
         return open_index(db, max_distance=max_distance)
     except IndexNotFoundError:
         return None
+
+
+# Commands in modules of their own register themselves on `cli` when imported.
+from . import explaining  # noqa: E402, F401
