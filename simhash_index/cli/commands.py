@@ -321,7 +321,9 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
         signature_of(fingerprinter, read_page(value), value) if files[value] else find_page(index, value)  # type: ignore[arg-type]
         for value in (a, b)
     ]
-    fingerprints = [page.simhash if isinstance(page, Signature) else page_fingerprint(page) for page in pages]
+    fingerprints: list[int] = [
+        page.simhash if isinstance(page, Signature) else page_fingerprint(page) for page in pages
+    ]
     row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
     row["similarity"] = formats.score(evidence.similarity_between(*pages))
@@ -413,4 +415,4 @@ def open_existing(db: str, max_distance: int) -> Index | None:
 
 
 # Commands in modules of their own register themselves on `cli` when imported.
-from . import explaining  # noqa: E402, F401
+from . import explaining, lifecycle  # noqa: E402, F401

@@ -30,6 +30,17 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class Forgotten:
+    """What forget, prune or reset removed: stored pages, and duplicates logged."""
+
+    pages: int = 0
+    duplicates: int = 0
+
+    def __add__(self, other: Forgotten) -> Forgotten:
+        return Forgotten(self.pages + other.pages, self.duplicates + other.duplicates)
+
+
+@dataclass(frozen=True)
 class Description:
     """What an index is, for `stats` and error messages."""
 
@@ -98,6 +109,24 @@ class Index(ABC):
     ) -> InsertionSession:
         """A bulk load: `with index.insertion_session() as s: s.add(key, fp)`, stored in batches."""
         return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
+
+    # -- forgetting (docs/forgetting.md) ---------------------------------------------
+
+    def forget(self, keys: Iterable[str]) -> Forgotten:
+        """Remove the pages stored under these keys, and the duplicates logged against them
+        (a page dropped as a copy of a forgotten one is checked anew when it comes back);
+        a key logged as a duplicate leaves the log."""
+        return self._forget(list(dict.fromkeys(check_key(key) for key in keys)))
+
+    def prune(self, *, before: datetime) -> Forgotten:
+        """Forget every page stored before `before` (naive means UTC), with the duplicates
+        logged against them, and every duplicate logged before it. Runs in short
+        transactions of a bounded number of rows: a crawl can go on meanwhile."""
+        return self._prune(as_utc(before))
+
+    def reset(self) -> Forgotten:
+        """Empty the index: every page and every logged duplicate (its settings stay)."""
+        return self._reset()
 
     # -- reading ---------------------------------------------------------------------
 
@@ -169,6 +198,15 @@ class Index(ABC):
 
     @abstractmethod
     def _page(self, key: str) -> StoredPage | None: ...
+
+    @abstractmethod
+    def _forget(self, keys: list[str]) -> Forgotten: ...
+
+    @abstractmethod
+    def _prune(self, before: datetime) -> Forgotten: ...
+
+    @abstractmethod
+    def _reset(self) -> Forgotten: ...
 
     @abstractmethod
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]: ...

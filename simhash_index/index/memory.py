@@ -16,7 +16,7 @@ from datetime import datetime
 from ..fingerprinting.fingerprinter import DEFAULT, Signature
 from ..fingerprinting.simhash import blocks
 from . import rule
-from .base import Description, Index, Page
+from .base import Description, Forgotten, Index, Page
 from .records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
 
 SCHEMA_VERSION = "1"
@@ -140,6 +140,35 @@ class MemoryIndex(Index):
 
     def _page(self, key: str) -> StoredPage | None:
         return self._pages.get(key)
+
+    def _forget(self, keys: list[str]) -> Forgotten:
+        with self._lock:
+            doomed = [key for key in keys if key in self._pages]
+            return self._remove(doomed, {key for key in keys if key in self._log}, before=None)
+
+    def _prune(self, before: datetime) -> Forgotten:
+        with self._lock:
+            doomed = [p.key for p in self._pages.values() if p.stored_at is not None and p.stored_at < before]
+            return self._remove(doomed, set(), before=before)
+
+    def _reset(self) -> Forgotten:
+        with self._lock:
+            return self._remove(list(self._pages), set(self._log), before=None)
+
+    def _remove(self, pages: list[str], logged: set[str], *, before: datetime | None) -> Forgotten:
+        gone = set(pages)
+        for key in pages:
+            self._unindex(self._pages.pop(key))
+        doomed = [
+            key
+            for key, entry in self._log.items()
+            if key in logged
+            or entry.duplicate.duplicate_of in gone
+            or (before is not None and entry.duplicate.seen_at < before)
+        ]
+        for key in doomed:
+            del self._log[key]
+        return Forgotten(len(pages), len(doomed))
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         with self._lock:

@@ -29,7 +29,7 @@ from ...errors import (
 )
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
-from ..base import Description, Index, Page
+from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
 
 SCHEMES = ("redis://", "rediss://")
@@ -244,6 +244,62 @@ class RedisIndex(Index):
             return None
         return StoredPage(key, _stored_signature(doc, sketch), int(page_id), _moment(doc[b"stored_at"]))
 
+    def _forget(self, keys: list[str]) -> Forgotten:
+        self._writable()
+        total = Forgotten()
+        for start in range(0, len(keys), PAGES_PER_CALL):
+            chunk = [key.encode("utf-8") for key in keys[start : start + PAGES_PER_CALL]]
+            with self._talking():
+                pages, duplicates = self._run("forget", *chunk)
+            total += Forgotten(int(pages), int(duplicates))
+        return total + self._sweep(None) if total.pages else total
+
+    def _prune(self, before: datetime) -> Forgotten:
+        """HSCAN the stored keys; the script removes those stored before `before`, a batch at a
+        time; then a sweep of the log."""
+        self._writable()
+        pages, cutoff = 0, _micros(before)
+        with self._talking():
+            batch: list[bytes] = []
+            for key in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS):
+                batch.append(key[0])
+                if len(batch) >= STREAM_ROWS:
+                    pages += int(self._run("prune", cutoff, *batch))
+                    batch = []
+            if batch:
+                pages += int(self._run("prune", cutoff, *batch))
+        return Forgotten(pages) + self._sweep(cutoff)
+
+    def _sweep(self, before: int | None) -> Forgotten:
+        """Take out of the log the entries logged before `before` (microseconds) and those
+        against a page no longer stored, STREAM_ROWS log ids a script call."""
+        removed, after = 0, "-inf"
+        while True:
+            with self._talking():
+                ids = self._client.zrangebyscore(self._key("dup_log"), after, "+inf", start=0, num=STREAM_ROWS)
+                if not ids:
+                    return Forgotten(0, removed)
+                removed += int(self._run("sweep", "" if before is None else before, *ids))
+            after = f"({_text(ids[-1])}"
+
+    def _reset(self) -> Forgotten:
+        self._writable()
+        pages, duplicates = len(self), 0
+        with self._talking():
+            duplicates = int(self._client.zcard(self._key("dup_log")))
+            meta = self._key("meta").encode("utf-8")
+            pattern = _glob_escape(self.prefix) + "*"
+            doomed: list[bytes] = []
+            for key in self._client.scan_iter(match=pattern, count=STREAM_ROWS):
+                if key != meta:
+                    doomed.append(key)
+                if len(doomed) >= STREAM_ROWS:
+                    self._client.unlink(*doomed)
+                    doomed = []
+            if doomed:
+                self._client.unlink(*doomed)
+        return Forgotten(pages, duplicates)
+
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         log, after = self._key("dup_log"), "-inf"
         while True:
@@ -296,6 +352,11 @@ class RedisIndex(Index):
 
     def close(self) -> None:
         self._client.close()
+
+
+def _glob_escape(text: str) -> str:
+    """A prefix as a SCAN pattern matches it literally."""
+    return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
 def _page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str]:

@@ -210,6 +210,16 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
   return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
 end
 
+-- Removes the page stored under `key`, if any; returns 1 when there was one.
+local function forget_page(key)
+  local id = redis.call('HGET', P .. 'ids', key)
+  if not id then return 0 end
+  unindex(id)
+  redis.call('DEL', doc_key(id), P .. 'sketch:' .. id)
+  redis.call('HDEL', P .. 'ids', key)
+  return 1
+end
+
 if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
   -- never carry on silently on an index that vanished (a server restarted without persistence)
   return redis.error_reply('NOINDEX simhash_index: no index under this prefix any more')
@@ -243,6 +253,40 @@ elseif command == 'get' then
   local id = redis.call('HGET', P .. 'ids', ARGV[3])
   if not id then return false end
   return {redis.call('HGET', doc_key(id), 'fingerprint') or ''}
+elseif command == 'forget' then
+  -- keys: each stored page and each logged duplicate with one of them removed; returns
+  -- {pages, duplicates} (the duplicates logged against the pages go in a `sweep`)
+  local pages, duplicates = 0, 0
+  for i = 3, #ARGV do
+    pages = pages + forget_page(ARGV[i])
+    if redis.call('HEXISTS', P .. 'dup_ids', ARGV[i]) == 1 then
+      forget_duplicate(ARGV[i])
+      duplicates = duplicates + 1
+    end
+  end
+  return {pages, duplicates}
+elseif command == 'prune' then
+  -- before (microseconds), then keys: the pages among them stored before it are removed
+  local before, pages = tonumber(ARGV[3]), 0
+  for i = 4, #ARGV do
+    local id = redis.call('HGET', P .. 'ids', ARGV[i])
+    if id and tonumber(redis.call('HGET', doc_key(id), 'stored_at')) < before then
+      pages = pages + forget_page(ARGV[i])
+    end
+  end
+  return pages
+elseif command == 'sweep' then
+  -- before (microseconds, or ''), then log ids: each entry logged before it, or against a
+  -- page no longer stored, leaves the log; returns how many left
+  local before, removed = tonumber(ARGV[3]), 0
+  for i = 4, #ARGV do
+    local entry = redis.call('HMGET', P .. 'dup:' .. ARGV[i], 'key', 'duplicate_of_id', 'seen_at')
+    if entry[1] and ((before and tonumber(entry[3]) < before) or redis.call('EXISTS', doc_key(entry[2])) == 0) then
+      forget_duplicate(entry[1])
+      removed = removed + 1
+    end
+  end
+  return removed
 elseif command == 'open' then
   -- schema_version, scheme, create: records what is missing when asked to; returns what is recorded
   if ARGV[5] == '1' then

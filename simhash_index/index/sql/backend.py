@@ -21,7 +21,7 @@ from ... import defaults, urls
 from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
-from ..base import Cluster, Description, Index, Page
+from ..base import Cluster, Description, Forgotten, Index, Page
 from ..records import (
     DEFAULT_POLICY,
     Duplicate,
@@ -34,7 +34,7 @@ from ..records import (
     to_signed,
     to_unsigned,
 )
-from . import batch
+from . import batch, forgetting
 from .bulk import SqlInsertionSession
 from .engine import (
     DEFAULT_ACCESS,
@@ -223,6 +223,19 @@ class SqlIndex(Index):
                 execute_many(
                     conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
                 )
+
+    def _forget(self, keys: list[str]) -> Forgotten:
+        self._writable()
+        return forgetting.forget(self.transaction, keys)
+
+    def _prune(self, before: datetime) -> Forgotten:
+        self._writable()
+        return forgetting.prune(self.transaction, db_time(self.dialect, before))
+
+    def _reset(self) -> Forgotten:
+        self._writable()
+        with self.transaction() as conn:
+            return forgetting.reset(conn)
 
     def _query(self, fingerprint: int) -> list[Match]:
         with self._single_read() as conn:
