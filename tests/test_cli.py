@@ -21,11 +21,12 @@ import pytest
 from click.testing import CliRunner
 
 from simhash_index import IndexNotFoundError, SimhashIndex, urls
-from simhash_index.cli import formats, lifecycle, reports
+from simhash_index.cli import formats, reports
 from simhash_index.cli.commands import cli
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
+from simhash_index.index import records
 
 A = 0x0123456789ABCDEF
 B = 0xFEDCBA9876543210
@@ -584,7 +585,7 @@ def test_csv_neutralises_formulas_behind_invisible_characters(hidden: str, start
     assert not formats.csv_cell(f"{hidden}plain").startswith("'")
 
 
-@pytest.mark.parametrize("module", [formats, reports, urls, lifecycle])
+@pytest.mark.parametrize("module", [formats, reports, urls, records])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0
 

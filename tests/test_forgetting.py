@@ -108,3 +108,47 @@ def json_urls(output: str) -> list[str]:
     import json
 
     return [json.loads(line)["url"] for line in output.splitlines()]
+
+
+# -- the window ------------------------------------------------------------------------
+
+
+def test_a_page_is_a_duplicate_only_of_pages_stored_within_the_window(any_url: str) -> None:
+    url = any_url + ("&" if "?" in any_url else "?") + "window=2s"
+    with SimhashIndex(url) as index:
+        assert index.policy.window == timedelta(seconds=2)
+        assert index.check_and_add("https://a/1", A) is None
+        assert index.check_and_add("https://a/1-text", None, text_hash=99) is None
+        assert index.check_and_add("https://a/2", A ^ 1).key == "https://a/1"  # within the window
+        time.sleep(3.1)
+        assert index.check_and_add("https://a/3", A ^ 1) is None  # a/1 is out of it: a/3 is new
+        assert index.check_and_add("https://a/3-text", None, text_hash=99) is None
+        # 1 bit from a/1, 2 from a/3: only a/3 is in the window
+        assert index.check_and_add("https://a/4", A ^ 2).key == "https://a/3"
+    if any_url != "memory://":
+        with SimhashIndex(any_url) as index:  # without a window, every stored page counts
+            assert index.check_and_add("https://a/5", A ^ 2).key == "https://a/1"
+
+
+def test_window_arguments() -> None:
+    from simhash_index.index.records import Policy, as_window
+
+    assert SimhashIndex("memory://", window="12h").policy.window == timedelta(hours=12)
+    assert SimhashIndex("memory://?window=90m").policy.window == timedelta(minutes=90)
+    assert SimhashIndex("memory://", window=60).policy.window == timedelta(minutes=1)
+    for bad in ("soon", "-1d", 0, timedelta(0)):
+        with pytest.raises(ValueError, match="duration"):
+            Policy(window=as_window(bad))
+    with pytest.raises(ValueError, match="two different windows"):
+        SimhashIndex("memory://?window=1d", window="2d")
+
+
+def test_the_window_setting() -> None:
+    from scrapy.settings import Settings
+
+    from simhash_index.scrapy.settings import PipelineSettings
+
+    assert PipelineSettings.from_settings(Settings({"SIMHASH_WINDOW": "30d"})).window == timedelta(days=30)
+    assert PipelineSettings.from_settings(Settings({})).window is None
+    with pytest.raises(ValueError, match="SIMHASH_WINDOW"):
+        PipelineSettings.from_settings(Settings({"SIMHASH_WINDOW": "a month"}))

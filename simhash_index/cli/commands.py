@@ -415,4 +415,4 @@ def open_existing(db: str, max_distance: int) -> Index | None:
 
 
 # Commands in modules of their own register themselves on `cli` when imported.
-from . import explaining, lifecycle  # noqa: E402, F401
+from . import explaining, html_report, lifecycle  # noqa: E402, F401

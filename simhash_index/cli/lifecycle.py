@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -10,23 +9,9 @@ import click
 
 from ..index.base import Forgotten, Index
 from ..index.factory import open_index as open_backend
+from ..index.records import parse_duration
 from .commands import cli, db_option
 from .inputs import IsoDateTime
-
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_duration(text: str) -> timedelta:
-    """`30d`, `12h`, `90m`, `45s` or `2w` as a timedelta; ValueError naming the forms otherwise.
-
-    >>> parse_duration("30d"), parse_duration("12H")
-    (datetime.timedelta(days=30), datetime.timedelta(seconds=43200))
-    """
-    found = _DURATION.match(text)
-    if not found:
-        raise ValueError(f"{text!r} is not a duration: give a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w")
-    return timedelta(**{_UNITS[found.group(2).lower()]: int(found.group(1))})
 
 
 class Duration(click.ParamType):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from sqlalchemy.engine import URL
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import DEFAULT
 from .base import Index
-from .records import Policy
+from .records import Policy, as_window
 
 MEMORY = "memory://"
 REDIS = ("redis://", "rediss://")
@@ -28,6 +30,7 @@ def open_index(
     read_only: bool = False,
     connect_timeout: float = defaults.CONNECT_TIMEOUT_S,
     statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
+    window: timedelta | str | float | None = None,
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -40,8 +43,13 @@ def open_index(
     read_only: open an existing index without writing anything to it, ever (reports).
     connect_timeout, statement_timeout: seconds a connection and a call may take before they
     fail with IndexUnavailableError, even when the server hangs.
+    window: a page is a duplicate only of pages stored within this time before it (a
+    timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/forgetting.md.
     """
-    policy = Policy(max_distance, min_similarity)
+    url, in_url = _window_in_url(url)
+    if in_url is not None and window is not None and as_window(window) != as_window(in_url):
+        raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
+    policy = Policy(max_distance, min_similarity, as_window(window if window is not None else in_url))
     if read_only:
         create = False
     if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
@@ -76,6 +84,26 @@ def open_index(
         chosen = Layout(layout or defaults.LAYOUT, block_assignment or defaults.BLOCK_ASSIGNMENT)  # type: ignore[arg-type]
     access = Access(read_only, connect_timeout, statement_timeout)
     return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen, access=access)
+
+
+def _window_in_url(url: str | URL) -> tuple[str | URL, str | None]:
+    """`?window=30d` in the URL: ours, taken out of what the backend sees."""
+    if isinstance(url, URL):
+        given = url.query.get("window")
+        if given is None:
+            return url, None
+        if not isinstance(given, str):
+            raise ValueError("give ?window= once in the URL")
+        return url.difference_update_query(["window"]), given
+    base, mark, tail = url.partition("?")
+    query = parse_qsl(tail, keep_blank_values=True)
+    found = [value for name, value in query if name == "window"]
+    if not mark or not found:
+        return url, None
+    if len(found) > 1:
+        raise ValueError("give ?window= once in the URL")
+    rest = urlencode([(name, value) for name, value in query if name != "window"])
+    return base + ("?" + rest if rest else ""), found[0]
 
 
 def SimhashIndex(url: str | URL = defaults.DATABASE_URL, **options: Any) -> Index:  # noqa: N802 - the name users know

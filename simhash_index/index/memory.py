@@ -108,6 +108,7 @@ class MemoryIndex(Index):
                     same_text=same_text,
                     nearby=self._candidates(signature),
                     policy=self.policy,
+                    moment=moment,
                 )
                 if decision.match is not None:
                     self._log_duplicate(key, signature, decision.match, moment)

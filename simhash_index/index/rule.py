@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.sketch import similarity as sketch_similarity
@@ -76,11 +77,17 @@ def decide(
     same_text: Sequence[StoredPage],
     nearby: Iterable[StoredPage],
     policy: Policy,
+    moment: datetime | None = None,
 ) -> Decision:
     """Decide a page: `own` is the page stored under its key, `same_text` the stored pages
-    with its text hash, `nearby` stored pages that may be within the distance (any superset)."""
+    with its text hash, `nearby` stored pages that may be within the distance (any superset);
+    `moment`: the time of the check, when the policy has a window (pages stored before
+    `moment - window` are not seen)."""
     if own is not None:
         return Decision(None, store=not same_content(own.signature, signature), update=True)
+    if policy.window is not None:
+        same_text = [page for page in same_text if policy.within(page, moment)]
+        nearby = [page for page in nearby if policy.within(page, moment)]
     if same_text:
         first = min(same_text, key=lambda page: page.order)
         stored = first.signature.simhash

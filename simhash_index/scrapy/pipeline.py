@@ -152,6 +152,7 @@ class SimhashDedupPipeline:
             settings.database_url,
             max_distance=settings.max_distance,
             min_similarity=settings.min_similarity,
+            window=settings.window,
             scheme=self.fingerprinter.scheme,
             layout=settings.layout,
             block_assignment=settings.block_assignment,

@@ -204,7 +204,8 @@ class RedisIndex(Index):
         now = _micros(datetime.now(timezone.utc))
         arguments = [argument for key, signature in pages for argument in _page_args(key, signature)]
         with self._talking():
-            found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), *arguments)
+            window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
+            found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), window, *arguments)
         return [_match(answer) for answer in found]
 
     def _add_many(self, pages: Sequence[Page]) -> None:

@@ -159,10 +159,25 @@ local function log_duplicate(key, fp, match, now)
   if match.similarity ~= '' then redis.call('HSET', entry, 'similarity', match.similarity) end
 end
 
--- The stored page a new page duplicates: the same text first, else the nearest verified candidate.
-local function find_match(fp, th, sketch, exact_only, max_distance, min_similarity)
+-- Whether stored page `id` is in the window: stored at or after `since` (nil: no window).
+local function within(id, since)
+  return not since or tonumber(redis.call('HGET', doc_key(id), 'stored_at')) >= since
+end
+
+-- The oldest page with this text hash in the window (the whole set is read only with a window).
+local function first_with_text(th, since)
+  if not since then return redis.call('ZRANGE', P .. 'text:' .. th, 0, 0)[1] end
+  for _, id in ipairs(redis.call('ZRANGE', P .. 'text:' .. th, 0, -1)) do
+    if within(id, since) then return id end
+  end
+  return nil
+end
+
+-- The stored page a new page duplicates: the same text first, else the nearest verified candidate;
+-- with a window, only pages stored at or after `since` count.
+local function find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
   if th ~= '' then
-    local first = redis.call('ZRANGE', P .. 'text:' .. th, 0, 0)[1]
+    local first = first_with_text(th, since)
     if first then
       local doc = redis.call('HMGET', doc_key(first), 'key', 'fingerprint')
       local d = 0
@@ -172,8 +187,8 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
   end
   if fp == '' or exact_only == '1' then return nil end
   for _, candidate in ipairs(near(fp, max_distance)) do
-    local id, score, accepted = candidate[1], '', true
-    if sketch ~= '' then
+    local id, score, accepted = candidate[1], '', within(candidate[1], since)
+    if accepted and sketch ~= '' then
       local stored = redis.call('GET', P .. 'sketch:' .. id)
       if stored and #stored == #sketch then
         local value = similarity(sketch, stored)
@@ -190,7 +205,7 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
 end
 
 -- Checks one page and stores or logs it; returns false, or its match as the client reads it.
-local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now)
+local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now, since)
   local id = redis.call('HGET', P .. 'ids', key)
   if id then  -- never a duplicate of itself: follow its new content (and its new length)
     local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
@@ -201,7 +216,7 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
     end
     return false
   end
-  local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity)
+  local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
   if not match then
     store(key, fp, th, sketch, exact_only, now)
     return false
@@ -226,12 +241,15 @@ if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
 end
 
 if command == 'check' then
-  -- now, max_distance, min_similarity, then key, fingerprint, text_hash, sketch, exact_only of
-  -- each page: checked in order, a page seeing those before it; one answer a page
+  -- now, max_distance, min_similarity, window (microseconds, '' for none), then key, fingerprint,
+  -- text_hash, sketch, exact_only of each page: checked in order, a page seeing those before it;
+  -- one answer a page
   local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+  local since = nil
+  if ARGV[6] ~= '' then since = tonumber(now) - tonumber(ARGV[6]) end
   local answers = {}
-  for i = 6, #ARGV, 5 do
-    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance, min_similarity, now))
+  for i = 7, #ARGV, 5 do
+    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance, min_similarity, now, since))
   end
   return answers
 elseif command == 'store' then
