@@ -128,6 +128,7 @@ def test_explain_a_kept_page(evidence: str) -> None:
             "similarity": twin_similarity(),
             "duplicate": False,
             "reason": "below min_similarity",
+            "diff": None,  # the index keeps no texts
         }
     ]
     # under a lower threshold, the same evidence would have made it a duplicate

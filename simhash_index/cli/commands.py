@@ -334,6 +334,9 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
 @db_option
 @click.argument("file", type=FILE_OR_STDIN)
 @click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
+@click.option(
+    "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
+)
 @format_option()
 @click.option(
     "--max-distance",
@@ -347,7 +350,9 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     type=click.IntRange(min=0),
     help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
 )
-def import_(db: str, file: str, dry_run: bool, fmt: str | None, max_distance: int, workers: int | None) -> None:
+def import_(
+    db: str, file: str, dry_run: bool, keep_texts: bool, fmt: str | None, max_distance: int, workers: int | None
+) -> None:
     """Deduplicate a JSON lines corpus into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
@@ -365,6 +370,7 @@ def import_(db: str, file: str, dry_run: bool, fmt: str | None, max_distance: in
         )
     else:
         target = open_index(db, create=True, max_distance=max_distance)
+        target.keep_texts = target.keep_texts or keep_texts
         scheme = target.scheme
     counts: Counter[str] = Counter()
     decided = _import_pages(target, PageSetup(fingerprinter_for(scheme)), file, workers, counts, dry_run)
@@ -402,6 +408,8 @@ def _import_pages(
             yield {"url": line.url, "outcome": "skipped"}
             continue
         match = target.check_and_add(line.url, page.signature)
+        if not dry_run and page.text is not None:
+            target.store_texts([(line.url, page.text)])
         counts["dropped" if match is not None else "kept"] += 1
         yield {"url": line.url, "outcome": "kept"} if match is None else formats.dropped_row(line.url, match)
 

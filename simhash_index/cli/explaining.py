@@ -9,13 +9,25 @@ import click
 
 from .. import defaults
 from ..index import explain as evidence
+from ..index import texts
+from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from . import formats
 from .commands import _format, cli, db_option, format_option
 
 
-def explanation_object(explanation: evidence.Explanation) -> dict[str, Any]:
-    """An explanation as JSON: the decision, the thresholds, the evidence and the reasons."""
+def text_diff(index: Index, a: str, b: str) -> str | None:
+    """The word-level diff from page `b`'s kept text to page `a`'s, when both are kept and differ."""
+    first, second = index.text(b), index.text(a)
+    if first is None or second is None:
+        return None
+    found = texts.word_diff(first, second)
+    return None if all(p.kind == "same" for p in found) else texts.diff_text(found)
+
+
+def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[str, Any]:
+    """An explanation as JSON: the decision, the thresholds, the evidence and the reasons;
+    `diff`s when the index keeps both pages' texts."""
     found, duplicate = explanation.found, explanation.found.duplicate
     obj: dict[str, Any] = {
         "url": found.key,
@@ -31,6 +43,7 @@ def explanation_object(explanation: evidence.Explanation) -> dict[str, Any]:
             "distance": duplicate.distance,
             "similarity": formats.score(duplicate.similarity),
             "seen_at": duplicate.seen_at,
+            "diff": text_diff(index, found.key, duplicate.duplicate_of),
         }
     if found.page is not None:
         obj |= {
@@ -44,6 +57,7 @@ def explanation_object(explanation: evidence.Explanation) -> dict[str, Any]:
                     "similarity": formats.score(c.similarity),
                     "duplicate": c.accepted,
                     "reason": c.reason,
+                    "diff": text_diff(index, found.key, c.key),
                 }
                 for c in explanation.candidates
             ],
@@ -53,15 +67,22 @@ def explanation_object(explanation: evidence.Explanation) -> dict[str, Any]:
 
 def write_text(obj: dict[str, Any], out: TextIO) -> None:
     """The explanation as `name  value` lines, then its reasons and candidates."""
-    fields = [(name, value) for name, value in obj.items() if name not in ("candidates", "reasons")]
+    fields = [(name, value) for name, value in obj.items() if name not in ("candidates", "reasons", "diff")]
     formats.write_records([[formats.table_cell(value) for _, value in fields]], [name for name, _ in fields], out)
     out.write("\n")
     out.writelines(formats.visible(line) + "\n" for line in obj["reasons"][:1])
+    if obj.get("diff"):
+        out.write("\nwords changed from the page it duplicated ([-removed-] {+added+}):\n")
+        out.write(formats.visible(obj["diff"]) + "\n")
     candidates = obj.get("candidates") or []
     if candidates:
         out.write("\n")
         columns = ("url", "simhash", "distance", "similarity", "reason")
         formats.write_rows(candidates, columns, "table", out, numeric={"distance", "similarity"})
+        for candidate in candidates:
+            if candidate.get("diff"):
+                out.write(f"\nwords changed from {formats.visible(candidate['url'])}:\n")
+                out.write(formats.visible(candidate["diff"]) + "\n")
 
 
 def _hex(value: int | None) -> str | None:
@@ -104,7 +125,7 @@ def explain(db: str, fmt: str | None, url: str, max_distance: int, min_similarit
         raise click.ClickException(
             f"{formats.visible(url)} is neither stored nor logged as a duplicate in the database"
         )
-    obj = explanation_object(explanation)
+    obj = explanation_object(explanation, index)
     if _format(fmt, "json") == "json":
         formats.write_json(obj, sys.stdout)
     else:

@@ -366,6 +366,12 @@ def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
             "exact_duplicates": stats.exact_duplicates,
             "near_duplicates": stats.near_duplicates,
         }
+        if stats.texts.texts:
+            summary |= {
+                "texts_kept": stats.texts.texts,
+                "text_bytes": stats.texts.compressed_bytes,
+                "text_bytes_per_page": round(stats.texts.bytes_per_page),
+            }
         write_json(summary | {"distances": distances, "top_hosts": hosts, "scheme": stats.scheme}, out)
         return
     if fmt != "table":
@@ -376,6 +382,11 @@ def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
         ("exact", stats.exact_duplicates),
         ("near", stats.near_duplicates),
     ]
+    if stats.texts.texts:
+        summary_rows += [
+            ("texts kept", stats.texts.texts),
+            ("bytes per text", round(stats.texts.bytes_per_page)),
+        ]
     write_table(summary_rows, ("name", "count"), out, numeric={"count"}, show_header=False)
     widest = max(stats.distances.values(), default=0)
     for row in distances:

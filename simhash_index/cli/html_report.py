@@ -12,10 +12,11 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import TextIO
+from typing import IO
 
 import click
 
+from ..index import texts
 from ..index.base import Cluster, Index
 from ..index.records import Duplicate
 from .commands import cli, db_option, open_index
@@ -30,6 +31,7 @@ th{border-bottom:1px solid #999}td.n,th.n{text-align:right;font-variant-numeric:
 .bar{display:inline-block;height:.9em;background:#4a7bb7}.totals td{font-size:1.1em}
 section.cluster{border-top:1px solid #ccc;padding:.5em 0}.kept{font-weight:600;word-break:break-all}
 td.url{word-break:break-all}.muted{color:#777}
+tr.diff td{font-size:.9em;color:#444;padding-left:2em}del{background:#fdd}ins{background:#dfd;text-decoration:none}
 """
 
 
@@ -81,11 +83,25 @@ def score(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def cluster_html(cluster: Cluster) -> str:
+def diff_html(kept: str | None, dropped: str | None) -> str:
+    """The words that differ, as <del> and <ins>; empty unless both texts are kept and differ."""
+    if kept is None or dropped is None:
+        return ""
+    found = texts.word_diff(kept, dropped)
+    if all(p.kind == "same" for p in found):
+        return ""
+    marks = {"same": "{}", "removed": "<del>{}</del>", "added": "<ins>{}</ins>"}
+    pieces = " ".join(marks[p.kind].format(e(p.words)) for p in found)
+    return f'<tr class="diff"><td colspan="5">{pieces}</td></tr>'
+
+
+def cluster_html(cluster: Cluster, index: Index) -> str:
+    kept = index.text(cluster.key)
     rows = "".join(
         f'<tr class="drop"><td class="url">{link(d.key)}</td><td class="n">{d.distance}</td>'
         f'<td class="n">{score(d.similarity)}</td><td>{"exact" if d.exact else "near"}</td>'
         f'<td class="muted">{e(d.seen_at.isoformat(sep=" ", timespec="seconds"))}</td></tr>'
+        + (diff_html(kept, index.text(d.key)) if kept is not None else "")
         for d in cluster.duplicates
     )
     return (
@@ -97,7 +113,7 @@ def cluster_html(cluster: Cluster) -> str:
     )
 
 
-def write_report(index: Index, out: TextIO, *, limit: int | None = None) -> None:
+def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> None:
     """The report, streamed: the log is read twice (histograms, then clusters), never held."""
     duplicates = exact = 0
     for duplicate in index.logged():
@@ -125,7 +141,7 @@ def write_report(index: Index, out: TextIO, *, limit: int | None = None) -> None
     )
     shown = 0
     for cluster in itertools.islice(index.clusters(), limit):
-        out.write(cluster_html(cluster))
+        out.write(cluster_html(cluster, index))
         shown += 1
     if limit is not None and shown == limit:
         out.write(f'<p class="muted">the {limit} largest clusters are shown (--limit)</p>')

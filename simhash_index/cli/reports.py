@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -17,6 +17,7 @@ from ..fingerprinting.fingerprinter import Signature
 from ..index.base import Cluster, Description, Index
 from ..index.memory import MemoryIndex
 from ..index.records import DEFAULT_POLICY, Duplicate, Match, Policy
+from ..index.texts import TextSizes
 
 
 def host_of(url: str) -> str | None:
@@ -103,6 +104,7 @@ class Stats:
     top_hosts: list[tuple[str | None, int]]  # (host, duplicates), most first
     scheme: str
     description: Description
+    texts: TextSizes = field(default_factory=lambda: TextSizes(0, 0))  # texts kept (keep_texts), compressed
 
     @property
     def near_duplicates(self) -> int:
@@ -120,7 +122,16 @@ def stats(index: Index, *, top: int = 10) -> Stats:
         hosts[host_of(duplicate.key)] += 1
     histogram = {d: by_distance[d] for d in range(max(by_distance, default=-1) + 1)}
     ranked = sorted(hosts.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
-    return Stats(len(index), sum(by_distance.values()), exact, histogram, ranked[:top], index.scheme, index.describe())
+    return Stats(
+        len(index),
+        sum(by_distance.values()),
+        exact,
+        histogram,
+        ranked[:top],
+        index.scheme,
+        index.describe(),
+        index.text_sizes(),
+    )
 
 
 # -- the duplicates log -----------------------------------------------------------

@@ -16,6 +16,7 @@ from types import TracebackType
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import Signature
+from . import texts
 from .records import Duplicate, Fingerprint, Match, Policy, StoredPage, as_signature, as_u64, as_utc, check_key
 
 Page = tuple[str, Signature]
@@ -60,6 +61,7 @@ class Index(ABC):
     url: str  # as it may be shown: credentials hidden
     scheme: str  # the fingerprint settings the stored fingerprints were made with
     policy: Policy
+    keep_texts: bool = False  # store_texts keeps pages' texts (open_index(keep_texts=True), ?texts=1)
 
     @property
     def max_distance(self) -> int:
@@ -109,6 +111,27 @@ class Index(ABC):
     ) -> InsertionSession:
         """A bulk load: `with index.insertion_session() as s: s.add(key, fp)`, stored in batches."""
         return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
+
+    # -- texts (index/texts.py) -------------------------------------------------------
+
+    def store_texts(self, pages: Iterable[tuple[str, str]]) -> int:
+        """Keep the (key, text) pages' texts, compressed, when the index keeps texts
+        (`keep_texts`); a key's text replaces the one kept before. Returns how many were kept."""
+        if not self.keep_texts:
+            return 0
+        packed = [(check_key(key), texts.pack(text)) for key, text in pages]
+        if packed:
+            self._store_texts(packed)
+        return len(packed)
+
+    def text(self, key: str) -> str | None:
+        """The text kept for this key, or None."""
+        found = self._texts([check_key(key)]).get(key)
+        return None if found is None else texts.unpack(found)
+
+    def text_sizes(self) -> texts.TextSizes:
+        """How many texts are kept, and their compressed size."""
+        return self._text_sizes()
 
     # -- forgetting (docs/forgetting.md) ---------------------------------------------
 
@@ -198,6 +221,15 @@ class Index(ABC):
 
     @abstractmethod
     def _page(self, key: str) -> StoredPage | None: ...
+
+    @abstractmethod
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None: ...
+
+    @abstractmethod
+    def _texts(self, keys: list[str]) -> dict[str, bytes]: ...
+
+    @abstractmethod
+    def _text_sizes(self) -> texts.TextSizes: ...
 
     @abstractmethod
     def _forget(self, keys: list[str]) -> Forgotten: ...

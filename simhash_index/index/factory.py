@@ -31,6 +31,7 @@ def open_index(
     connect_timeout: float = defaults.CONNECT_TIMEOUT_S,
     statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
     window: timedelta | str | float | None = None,
+    keep_texts: bool = False,
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -45,8 +46,45 @@ def open_index(
     fail with IndexUnavailableError, even when the server hangs.
     window: a page is a duplicate only of pages stored within this time before it (a
     timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/forgetting.md.
+    keep_texts: keep each page's text, compressed, when given to Index.store_texts (or
+    `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
     """
-    url, in_url = _window_in_url(url)
+    url, texts_in_url = _option_in_url(url, "texts")
+    if texts_in_url is not None and texts_in_url not in ("0", "1", "true", "false"):
+        raise ValueError(f"?texts= must be 1 or 0; got {texts_in_url!r}")
+    index = _open(
+        url,
+        max_distance,
+        min_similarity,
+        scheme,
+        create,
+        layout,
+        block_assignment,
+        prefix,
+        read_only,
+        connect_timeout,
+        statement_timeout,
+        window,
+    )
+    index.keep_texts = keep_texts or texts_in_url in ("1", "true")
+    return index
+
+
+def _open(
+    url: str | URL,
+    max_distance: int,
+    min_similarity: float,
+    scheme: str | None,
+    create: bool,
+    layout: str | None,
+    block_assignment: str | None,
+    prefix: str | None,
+    read_only: bool,
+    connect_timeout: float,
+    statement_timeout: float,
+    window: timedelta | str | float | None,
+) -> Index:
+    url, in_url = _option_in_url(url, "window")
     if in_url is not None and window is not None and as_window(window) != as_window(in_url):
         raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
     policy = Policy(max_distance, min_similarity, as_window(window if window is not None else in_url))
@@ -86,23 +124,23 @@ def open_index(
     return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen, access=access)
 
 
-def _window_in_url(url: str | URL) -> tuple[str | URL, str | None]:
-    """`?window=30d` in the URL: ours, taken out of what the backend sees."""
+def _option_in_url(url: str | URL, name: str) -> tuple[str | URL, str | None]:
+    """`?window=30d` or `?texts=1` in the URL: ours, taken out of what the backend sees."""
     if isinstance(url, URL):
-        given = url.query.get("window")
+        given = url.query.get(name)
         if given is None:
             return url, None
         if not isinstance(given, str):
-            raise ValueError("give ?window= once in the URL")
-        return url.difference_update_query(["window"]), given
+            raise ValueError(f"give ?{name}= once in the URL")
+        return url.difference_update_query([name]), given
     base, mark, tail = url.partition("?")
     query = parse_qsl(tail, keep_blank_values=True)
-    found = [value for name, value in query if name == "window"]
+    found = [value for option, value in query if option == name]
     if not mark or not found:
         return url, None
     if len(found) > 1:
-        raise ValueError("give ?window= once in the URL")
-    rest = urlencode([(name, value) for name, value in query if name != "window"])
+        raise ValueError(f"give ?{name}= once in the URL")
+    rest = urlencode([(option, value) for option, value in query if option != name])
     return base + ("?" + rest if rest else ""), found[0]
 
 

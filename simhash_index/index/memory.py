@@ -18,6 +18,7 @@ from ..fingerprinting.simhash import blocks
 from . import rule
 from .base import Description, Forgotten, Index, Page
 from .records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
+from .texts import TextSizes
 
 SCHEMA_VERSION = "1"
 _COPIED = 1 << 62  # copied pages rank before any page stored here
@@ -45,6 +46,7 @@ class MemoryIndex(Index):
         self._by_block: list[dict[int, set[str]]] = [defaultdict(set) for _ in range(4)]
         self._log: dict[str, _Logged] = {}
         self._log_order = itertools.count(1)
+        self._kept_texts: dict[str, bytes] = {}
 
     def __len__(self) -> int:
         return len(self._pages)
@@ -142,6 +144,18 @@ class MemoryIndex(Index):
     def _page(self, key: str) -> StoredPage | None:
         return self._pages.get(key)
 
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
+        with self._lock:
+            self._kept_texts.update(pages)
+
+    def _texts(self, keys: list[str]) -> dict[str, bytes]:
+        with self._lock:
+            return {key: self._kept_texts[key] for key in keys if key in self._kept_texts}
+
+    def _text_sizes(self) -> TextSizes:
+        with self._lock:
+            return TextSizes(len(self._kept_texts), sum(map(len, self._kept_texts.values())))
+
     def _forget(self, keys: list[str]) -> Forgotten:
         with self._lock:
             doomed = [key for key in keys if key in self._pages]
@@ -169,6 +183,8 @@ class MemoryIndex(Index):
         ]
         for key in doomed:
             del self._log[key]
+        for key in [*pages, *doomed]:
+            self._kept_texts.pop(key, None)
         return Forgotten(len(pages), len(doomed))
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:

@@ -33,6 +33,7 @@ class PipelineSettings:
     max_distance: int = defaults.MAX_DISTANCE
     min_similarity: float = defaults.MIN_SIMILARITY
     window: timedelta | None = None  # a page is a duplicate only of pages stored within it
+    keep_texts: bool = False  # keep each page's text, compressed (explain and report diffs)
     fingerprinter: Fingerprinter = field(default_factory=Fingerprinter)
     html_field: str = "html"
     text_field: str = "text"
@@ -59,6 +60,7 @@ class PipelineSettings:
             max_distance=read.integer("MAX_DISTANCE", defaults.MAX_DISTANCE, 0, defaults.MAX_SUPPORTED_DISTANCE),
             min_similarity=read.number("MIN_SIMILARITY", defaults.MIN_SIMILARITY, 0.0, 1.0),
             window=read.window("WINDOW"),
+            keep_texts=read.boolean("KEEP_TEXTS", False),
             fingerprinter=fingerprinter_from(settings),
             html_field=read.text("HTML_FIELD", "html"),
             text_field=read.text("TEXT_FIELD", "text"),

@@ -31,6 +31,7 @@ from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
 from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
+from ..texts import TextSizes
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches
@@ -244,6 +245,24 @@ class RedisIndex(Index):
         if not doc:  # replaced between the two reads
             return None
         return StoredPage(key, _stored_signature(doc, sketch), int(page_id), _moment(doc[b"stored_at"]))
+
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
+        self._writable()
+        with self._talking():
+            for start in range(0, len(pages), PAGES_PER_CALL):
+                chunk = pages[start : start + PAGES_PER_CALL]
+                self._run("texts", *(part for key, body in chunk for part in (key.encode("utf-8"), body)))
+
+    def _texts(self, keys: list[str]) -> dict[str, bytes]:
+        with self._talking():
+            found = self._client.hmget(self._key("texts"), [key.encode("utf-8") for key in keys])
+        return {key: body for key, body in zip(keys, found) if body is not None}
+
+    def _text_sizes(self) -> TextSizes:
+        with self._talking():
+            count = self._client.hlen(self._key("texts"))
+            total = self._client.get(self._key("texts_bytes"))
+        return TextSizes(int(count), int(total or 0))
 
     def _forget(self, keys: list[str]) -> Forgotten:
         self._writable()

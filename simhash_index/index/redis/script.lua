@@ -225,10 +225,20 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
   return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
 end
 
--- Removes the page stored under `key`, if any; returns 1 when there was one.
+-- Drops the text kept for `key`, if any, and its bytes from the total.
+local function forget_text(key)
+  local size = redis.call('HSTRLEN', P .. 'texts', key)
+  if size > 0 then
+    redis.call('HDEL', P .. 'texts', key)
+    redis.call('DECRBY', P .. 'texts_bytes', size)
+  end
+end
+
+-- Removes the page stored under `key`, if any, with its text; returns 1 when there was one.
 local function forget_page(key)
   local id = redis.call('HGET', P .. 'ids', key)
   if not id then return 0 end
+  forget_text(key)
   unindex(id)
   redis.call('DEL', doc_key(id), P .. 'sketch:' .. id)
   redis.call('HDEL', P .. 'ids', key)
@@ -279,6 +289,7 @@ elseif command == 'forget' then
     pages = pages + forget_page(ARGV[i])
     if redis.call('HEXISTS', P .. 'dup_ids', ARGV[i]) == 1 then
       forget_duplicate(ARGV[i])
+      forget_text(ARGV[i])
       duplicates = duplicates + 1
     end
   end
@@ -301,10 +312,19 @@ elseif command == 'sweep' then
     local entry = redis.call('HMGET', P .. 'dup:' .. ARGV[i], 'key', 'duplicate_of_id', 'seen_at')
     if entry[1] and ((before and tonumber(entry[3]) < before) or redis.call('EXISTS', doc_key(entry[2])) == 0) then
       forget_duplicate(entry[1])
+      forget_text(entry[1])
       removed = removed + 1
     end
   end
   return removed
+elseif command == 'texts' then
+  -- key, compressed text of each page: kept (replacing the key's text), the total bytes counted
+  for i = 3, #ARGV, 2 do
+    local old = redis.call('HSTRLEN', P .. 'texts', ARGV[i])
+    redis.call('HSET', P .. 'texts', ARGV[i], ARGV[i + 1])
+    redis.call('INCRBY', P .. 'texts_bytes', #ARGV[i + 1] - old)
+  end
+  return (#ARGV - 2) / 2
 elseif command == 'open' then
   -- schema_version, scheme, create: records what is missing when asked to; returns what is recorded
   if ARGV[5] == '1' then

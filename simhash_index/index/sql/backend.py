@@ -34,7 +34,9 @@ from ..records import (
     to_signed,
     to_unsigned,
 )
+from ..texts import TextSizes
 from . import batch, forgetting
+from . import texts as kept_texts
 from .bulk import SqlInsertionSession
 from .engine import (
     DEFAULT_ACCESS,
@@ -224,18 +226,41 @@ class SqlIndex(Index):
                     conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
                 )
 
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
+        self._writable()
+        with self.transaction() as conn:
+            kept_texts.store(conn, pages)
+
+    def _texts(self, keys: list[str]) -> dict[str, bytes]:
+        with self.transaction(write=False) as conn:
+            return kept_texts.read(conn, keys)
+
+    def _text_sizes(self) -> TextSizes:
+        with self.transaction(write=False) as conn:
+            return kept_texts.sizes(conn)
+
     def _forget(self, keys: list[str]) -> Forgotten:
         self._writable()
-        return forgetting.forget(self.transaction, keys)
+        return self._without_orphan_texts(forgetting.forget(self.transaction, keys))
 
     def _prune(self, before: datetime) -> Forgotten:
         self._writable()
-        return forgetting.prune(self.transaction, db_time(self.dialect, before))
+        return self._without_orphan_texts(forgetting.prune(self.transaction, db_time(self.dialect, before)))
 
     def _reset(self) -> Forgotten:
         self._writable()
         with self.transaction() as conn:
-            return forgetting.reset(conn)
+            return self._without_orphan_texts(forgetting.reset(conn), conn)
+
+    def _without_orphan_texts(self, forgotten: Forgotten, conn: Connection | None = None) -> Forgotten:
+        """The texts of the pages forgotten go with them."""
+        if forgotten.pages or forgotten.duplicates:
+            if conn is not None:
+                kept_texts.drop_orphans(conn)
+            else:
+                with self.transaction() as fresh:
+                    kept_texts.drop_orphans(fresh)
+        return forgotten
 
     def _query(self, fingerprint: int) -> list[Match]:
         with self._single_read() as conn:
