@@ -126,6 +126,15 @@ def test_a_page_is_a_duplicate_only_of_pages_stored_within_the_window(any_url: s
         # 1 bit from a/1, 2 from a/3: only a/3 is in the window
         assert index.check_and_add("https://a/4", A ^ 2).key == "https://a/3"
     if any_url != "memory://":
+        import json
+
+        from test_cli import ok
+
+        # explain: a/3 was kept because a/1 was stored more than the window before it
+        explained = json.loads(ok("explain", "--db", any_url, "https://a/3", "--window", "2s", "--format", "json"))
+        assert [(c["url"], c["distance"], c["reason"]) for c in explained["candidates"]] == [
+            ("https://a/1", 1, "outside the window")
+        ]
         with SimhashIndex(any_url) as index:  # without a window, every stored page counts
             assert index.check_and_add("https://a/5", A ^ 2).key == "https://a/1"
 

@@ -107,17 +107,25 @@ def _hex(value: int | None) -> str | None:
     type=click.FloatRange(0.0, 1.0),
     help="The similarity the crawl decided with (SIMHASH_MIN_SIMILARITY).",
 )
-def explain(db: str, fmt: str | None, url: str, max_distance: int, min_similarity: float) -> None:
+@click.option("--window", help="The window the crawl decided with (SIMHASH_WINDOW), e.g. 30d.")
+def explain(db: str, fmt: str | None, url: str, max_distance: int, min_similarity: float, window: str | None) -> None:
     """Why a page was kept or dropped.
 
     A dropped page: the page it duplicated, the rule (exact text, or near and
     verified by similarity), its distance and similarity. A kept page: each
     older stored page within --max-distance and why it was not a duplicate
-    (similarity below --min-similarity), or that its text is too short for a
-    near match. Read from the index as it is now.
+    (similarity below --min-similarity, or stored longer than --window before
+    it), or that its text is too short for a near match. Read from the index
+    as it is now.
     """
     opened = open_backend(
-        db, create=False, read_only=True, scheme=None, max_distance=max_distance, min_similarity=min_similarity
+        db,
+        create=False,
+        read_only=True,
+        scheme=None,
+        max_distance=max_distance,
+        min_similarity=min_similarity,
+        window=window,
     )
     index = click.get_current_context().with_resource(opened)
     explanation = evidence.explain(index, url)

@@ -92,7 +92,7 @@ class Candidate:
     distance: int
     similarity: float | None
     accepted: bool
-    reason: str  # "below min_similarity", or "similar"/"not comparable" when it would be one now
+    reason: str  # "below min_similarity", "outside the window", or "similar"/"not comparable" when it would be one now
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,12 @@ class Explanation:
         lines = [f"kept: {len(self.candidates)} older stored page(s) within {self.max_distance} bits, none a duplicate"]
         for candidate in self.candidates:
             score = "no sketch" if candidate.similarity is None else f"similarity {candidate.similarity:.3f}"
-            why = (
-                f"{score} < {self.min_similarity:g}"
-                if candidate.reason == "below min_similarity"
-                else f"{score}: would be a duplicate now (stored or changed after this page was checked)"
-            )
+            if candidate.reason == "below min_similarity":
+                why = f"{score} < {self.min_similarity:g}"
+            elif candidate.reason == "outside the window":
+                why = f"{score}, but stored more than the window before this page"
+            else:
+                why = f"{score}: would be a duplicate now (stored or changed after this page was checked)"
             lines.append(f"  {candidate.key}: {candidate.distance} bits, {why}")
         return lines
 
@@ -152,18 +153,11 @@ def explain(index: Index, key: str) -> Explanation:
         return explanation
     signature = page.signature
     older = [p for p in index.neighbourhood(key, signature) if p.order < page.order and p.key != key]
-    candidates = tuple(
-        Candidate(
-            verdict.page.key,
-            verdict.page.signature.simhash,
-            verdict.distance,
-            verdict.similarity,
-            verdict.accepted,
-            verdict.reason,
-        )
-        for verdict in (
-            rule.judge(signature, stored, bits, index.policy)
-            for bits, stored in rule.near(signature, older, index.max_distance)
-        )
-    )
-    return Explanation(found, index.max_distance, index.min_similarity, candidates)
+    candidates = []
+    for bits, stored in rule.near(signature, older, index.max_distance):
+        verdict = rule.judge(signature, stored, bits, index.policy)
+        accepted, reason = verdict.accepted, verdict.reason
+        if not index.policy.within(stored, page.stored_at):  # the window as of the page's check
+            accepted, reason = False, "outside the window"
+        candidates.append(Candidate(stored.key, stored.signature.simhash, bits, verdict.similarity, accepted, reason))
+    return Explanation(found, index.max_distance, index.min_similarity, tuple(candidates))
