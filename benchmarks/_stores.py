@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
@@ -14,6 +15,7 @@ from sqlalchemy.engine import make_url
 from simhash_index import SimhashIndex
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+LAYOUT = "halves"  # what the scale benchmarks measure; layouts.py compares both
 
 
 @contextmanager
@@ -73,3 +75,17 @@ def storage_parts(backend: str, index: SimhashIndex, path: Path | None) -> dict[
             "FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'i')"
         ).all()
     return {name: size for name, size in rows}
+
+
+def candidate_statement(index: Any, dialect: str) -> str:
+    """The SQL reading a fingerprint's candidate rows (id, fingerprint, exact_only) in the index's layout."""
+    statement: str = index.layout.candidates_sql("sqlite")
+    return statement.replace("?", "%s") if dialect == "postgresql" else statement
+
+
+def lookup_statement(index: Any, dialect: str, fingerprint: int) -> tuple[str, tuple[object, ...]]:
+    """The statement query() runs for one fingerprint, and its parameters."""
+    layout = index.layout
+    if dialect == "postgresql":
+        return layout.near_sql(), layout.near_parameters(fingerprint, index.max_distance)
+    return layout.candidates_sql("sqlite"), layout.candidates_parameters(fingerprint)

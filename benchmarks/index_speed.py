@@ -34,20 +34,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 import simhash as simhash_package
-from simhash_index.redis_index import split_url
-from simhash_index.sql import CANDIDATES, fetch, probe_values
 
 from benchmarks._common import Timer, command, flip, machine, median, page_key, peak_rss_mb, stamp, table, write_section
-from benchmarks._stores import DEFAULT_POSTGRES, disk_bytes, postgres_schema, vacuum
-from simhash_index import SimhashIndex
+from benchmarks._stores import DEFAULT_POSTGRES, candidate_statement, disk_bytes, postgres_schema, vacuum
+from simhash_index import Index, SimhashIndex
 from simhash_index.fingerprinting.simhash import blocks
+from simhash_index.index.redis.backend import split_url
+from simhash_index.index.sql.statements import fetch
 
 PEER = "simhash.SimhashIndex"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 TARGET_LOAD_SQLITE = 50_000  # fingerprints/s
 TARGET_QUERY_RATIO = 3.0  # SQLite queries/s over the peer's
 TARGET_CHECKS_SQLITE = 2_000  # check_and_add/s
-DEFAULT_BATCH_SIZE = inspect.signature(SimhashIndex.add_many).parameters["batch_size"].default
+DEFAULT_BATCH_SIZE = inspect.signature(Index.add_many).parameters["batch_size"].default
 
 
 @contextmanager
@@ -99,8 +99,8 @@ def build_peer(fingerprints: list[int]) -> tuple[simhash_package.SimhashIndex, f
     return peer, objects.seconds, index.seconds
 
 
-def candidates_read(index: SimhashIndex, queries: list[int]) -> float:
-    if not isinstance(index, SimhashIndex):  # a RedisIndex: block set members within the popcount range
+def candidates_read(index: Index, queries: list[int]) -> float:
+    if index.describe().backend == "redis":  # block set members within the popcount range
         with redis_client(index.url) as client:
             pipe = client.pipeline(transaction=False)
             for q in queries:
@@ -111,7 +111,8 @@ def candidates_read(index: SimhashIndex, queries: list[int]) -> float:
         return sum(counts) / len(queries)
     with index.transaction(write=False) as conn:
         name = conn.dialect.name
-        counts = [len(fetch(conn, CANDIDATES[name], probe_values(name, q))) for q in queries]
+        statement = candidate_statement(index, name)
+        counts = [len(fetch(conn, statement, index.layout.candidates_parameters(q))) for q in queries]
     return sum(counts) / len(counts)
 
 

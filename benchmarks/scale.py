@@ -1,4 +1,4 @@
-"""Scale: SimhashIndex on SQLite and PostgreSQL from 10k to 10M stored pages, and under skewed buckets.
+"""Scale: SimhashIndex (the halves layout, for indexes past a few million pages) on SQLite and PostgreSQL from 10k to 10M stored pages, and under skewed buckets.
 
     python benchmarks/scale.py [--n 10000,100000,1000000] [--with-10m] [--postgres-10m]
                                [--backends sqlite,postgres] [--postgres-url URL] [--eval-dir ../shared/eval]
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import REPO, machine, peak_rss_mb, stamp
-from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema
+from benchmarks._stores import DEFAULT_POSTGRES, LAYOUT, postgres_schema
 from benchmarks.scale_doc import write_doc
 from benchmarks.scale_plot import plot
 from benchmarks.scale_runs import Case, load_case, measure
@@ -118,7 +118,7 @@ def load_cases(args: argparse.Namespace, stack: ExitStack, workdir: Path) -> lis
             loaded = pool.submit(
                 load_case, backend, url, str(path) if path else None, n, seed, args.batch_size
             ).result()
-        case = Case(backend, n, seed, url, loaded, SimhashIndex(url))
+        case = Case(backend, n, seed, url, loaded, SimhashIndex(url, layout=LAYOUT))
         stack.callback(case.index.close)
         cases.append(case)
         print(

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from simhash_index.sql import CANDIDATES, MASK64, fetch, lookup, probe_values
 
+from benchmarks._stores import candidate_statement, lookup_statement
 from simhash_index import SimhashIndex
+from simhash_index.index.records import MASK64
+from simhash_index.index.sql.statements import fetch
 
 BLOCK_VALUES = 1 << 16
 HALF_NAMES = ("low", "high")  # bits 0-31 (block0 + block1), bits 32-63 (block2 + block3)
@@ -38,8 +40,9 @@ def lookup_rows(index: SimhashIndex, queries: Iterable[int]) -> list[list[int]]:
     """Per query, the stored fingerprints (unsigned) that sql.CANDIDATES returns: a page once per half that finds it."""
     with index.transaction(write=False) as conn:
         name = conn.dialect.name
-        statement = CANDIDATES[name]
-        return [[fp & MASK64 for _, fp, _ in fetch(conn, statement, probe_values(name, q))] for q in queries]
+        statement = candidate_statement(index, name)
+        parameters = index.layout.candidates_parameters
+        return [[fp & MASK64 for _, fp, _ in fetch(conn, statement, parameters(q))] for q in queries]
 
 
 def examined(index: SimhashIndex, q: int) -> int | None:
@@ -51,7 +54,7 @@ def examined(index: SimhashIndex, q: int) -> int | None:
     """
     with index.transaction(write=False) as conn:
         name = conn.dialect.name
-        statement, params = lookup(name, q, index.max_distance)
+        statement, params = lookup_statement(index, name, q)
         if name == "sqlite":
             plan = [row[-1] for row in fetch(conn, "EXPLAIN QUERY PLAN " + statement, params)]
             searches = [line for line in plan if line.startswith("SEARCH")]

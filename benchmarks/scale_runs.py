@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from simhash_index.sql import fetch
 
 from benchmarks._common import Timer, flip, median, page_key, peak_rss_mb
-from benchmarks._stores import disk_bytes, storage_parts, vacuum
+from benchmarks._stores import LAYOUT, disk_bytes, storage_parts, vacuum
 from benchmarks.scale_lookups import BlockCounts, examined, lookup_rows
 from simhash_index import SimhashIndex
-from simhash_index.index import Fingerprint
+from simhash_index.index.records import Fingerprint
+from simhash_index.index.sql.statements import fetch
 
 SAMPLE = 5_000  # stored fingerprints a load hands back, for planted queries and near-duplicate checks
 
@@ -91,7 +91,7 @@ def load_case(backend: str, url: str, path: str | None, n: int, seed: int, batch
             yield from ((page_key(offset + i), fp) for i, fp in enumerate(chunk.tolist()))
             offset += len(chunk)
 
-    index = SimhashIndex(url)
+    index = SimhashIndex(url, layout=LAYOUT)
     try:
         seconds, building = bulk_load(index, f"{backend} {n:,}", items(), n, batch_size)
         with Timer() as vacuumed:

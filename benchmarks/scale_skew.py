@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from simhash_index.sql import MASK64
 
 from benchmarks._common import Timer, median
-from benchmarks._stores import vacuum
+from benchmarks._stores import LAYOUT, vacuum
 from benchmarks.scale_lookups import Fingerprints, distance, examined, lookup_rows
 from benchmarks.scale_runs import bulk_load
 from simhash_index import Fingerprinter, SimhashIndex
+from simhash_index.index.records import MASK64
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def skew_test(backend: str, url: str, stored: Fingerprints, groups: list[SkewQue
     """Rows read, table rows fetched, time and completeness (against brute force) of queries in each crowd."""
     key = "https://example.com/skew/{}.html".format
     results = []
-    with SimhashIndex(url) as index:
+    with SimhashIndex(url, layout=LAYOUT) as index:
         items = ((key(i), fp) for i, fp in enumerate(stored.all.tolist()))
         seconds, _ = bulk_load(index, f"skew, {backend}", items, len(stored.all), batch_size)
         if backend == "postgres":
@@ -147,7 +147,7 @@ def eval_skew(eval_dir: Path, batch_size: int) -> dict | None:
                 pages.setdefault(signature.text_hash, (record["path"], signature))  # exact copies are never stored
     stored = list(pages.values())
     fps = [signature.simhash for _, signature in stored]
-    with tempfile.TemporaryDirectory(prefix="scale-eval-") as tmp, SimhashIndex(f"sqlite:///{tmp}/eval.db") as index:
+    with tempfile.TemporaryDirectory(prefix="scale-eval-") as tmp, SimhashIndex(f"sqlite:///{tmp}/eval.db", layout=LAYOUT) as index:
         bulk_load(index, "eval corpus", stored, len(stored), batch_size)
         rows = lookup_rows(index, fps)
     mine, all_pages = Fingerprints(np.array(fps, dtype=np.uint64)), Fingerprints(np.array(everything, dtype=np.uint64))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from sites import build_site, serve
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
 
@@ -178,3 +179,12 @@ def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ca
             for schema in schemas:
                 conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, dict]]:
+    """The test site (tests/sites.py) served on 127.0.0.1: its base URL and what it holds."""
+    root = tmp_path / "site"
+    info = build_site(root)
+    with serve(root) as base:
+        yield base, info

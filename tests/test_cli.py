@@ -9,21 +9,25 @@ from __future__ import annotations
 import csv
 import doctest
 import io
+import itertools
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from click.testing import CliRunner
+from conftest import without_layout
 
 from simhash_index import IndexNotFoundError, SimhashIndex, urls
 from simhash_index.cli import formats, reports
 from simhash_index.cli.commands import cli
-from simhash_index.fingerprinting.fingerprinter import DEFAULT
+from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
 from simhash_index.index import records
@@ -180,6 +184,18 @@ def test_database_from_environment(filled) -> None:
     assert ok("duplicates", env={"SIMHASH_DATABASE_URL": db}) == expected_duplicates("jsonl", dropped_rows(seen))
 
 
+SQL_INDEX = {"schema_version": "3", "layout": "blocks", "block_assignment": "contiguous"}
+INDEX_OF = {  # what stats says of a new index on each backend
+    "sqlite": {"backend": "sqlite"} | SQL_INDEX,
+    "postgresql": {"backend": "postgresql"} | SQL_INDEX,
+    "redis": {"backend": "redis", "schema_version": "2"},
+}
+
+
+def backend_of(url: str) -> str:
+    return url.split(":")[0].split("+")[0]
+
+
 def test_stats(filled) -> None:
     db, _ = filled
     hosts = ["example.com", "mirror.example.net", "news.example.org", "www.example.com"]  # one dropped page each
@@ -192,6 +208,7 @@ def test_stats(filled) -> None:
         "distances": [{"distance": d, "duplicates": n} for d, n in distances.items()],
         "top_hosts": [{"host": h, "duplicates": 1} for h in hosts],
         "scheme": DEFAULT.scheme,
+        "index": INDEX_OF[backend_of(db)],
     }
     assert ok("stats", "--db", db, "--format", "json") == json.dumps(expected, indent=2) + "\n"
     assert ok("stats", "--db", db) == json.dumps(expected, indent=2) + "\n"  # json when piped
@@ -200,8 +217,11 @@ def test_stats(filled) -> None:
 
     bars = {0: "█" * 40, 1: "█" * 20, 2: "", 3: "█" * 20}  # 40 for the largest count
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
+    index_line = {"sqlite": "sqlite, schema 3, blocks layout (contiguous bits)", "redis": "redis, schema 2"}
+    index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (
-        summary
+        f"index: {index_line[backend_of(db)]}\n\n"
+        + summary
         + "\n"
         + table(
             ("distance", "duplicates", "histogram"),
@@ -414,6 +434,94 @@ def test_import(db_url: str, tmp_path: Path) -> None:
         ]
     # again: stored pages are never duplicates of themselves, dropped ones are dropped again
     assert dry_run("--db", db_url, corpus) == (listing, counts)
+
+
+@pytest.mark.parametrize(
+    ("options", "layout", "block_columns"),
+    [
+        ((), {"layout": "blocks", "block_assignment": "contiguous"}, True),
+        (("--block-assignment", "interleaved"), {"layout": "blocks", "block_assignment": "interleaved"}, True),
+        (("--layout", "halves"), {"layout": "halves", "block_assignment": "contiguous"}, False),
+    ],
+)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_import_chooses_a_new_indexs_layout(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    backend: str,
+    options: tuple[str, ...],
+    layout: dict[str, str],
+    block_columns: bool,
+) -> None:
+    db = request.getfixturevalue(f"{backend}_url")
+    corpus = write_corpus(tmp_path / "corpus.jsonl", CORPUS)
+    assert ok("import", "--db", db, *options, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"
+    shown = json.loads(ok("stats", "--db", db))["index"]
+    assert {name: shown[name] for name in ("layout", "block_assignment")} == layout
+    engine = sqlalchemy.create_engine(without_layout(db))
+    try:
+        columns = {column["name"] for column in sqlalchemy.inspect(engine).get_columns("simhash_documents")}
+        with warnings.catch_warnings():  # the halves layout's expression indexes are not reflected
+            warnings.simplefilter("ignore", sqlalchemy.exc.SAWarning)
+            indexes = sqlalchemy.inspect(engine).get_indexes("simhash_documents")
+        indexed = {index["column_names"][0] for index in indexes}
+    finally:
+        engine.dispose()
+    blocks = {"block0", "block1", "block2", "block3"}
+    if block_columns:
+        assert blocks <= columns and blocks <= indexed  # each block column leads an index of its own
+    else:
+        assert blocks.isdisjoint(columns)
+    other = "blocks" if layout["layout"] == "halves" else "halves"
+    refused = run("import", "--db", db, "--layout", other, corpus)
+    assert_one_line_error(refused, 2, f"is a {layout['layout']}", f"opened as a {other}", "open it without a layout")
+    assert ok("import", "--db", db, corpus) == "kept 3, dropped 2, skipped 1 (no text)\n"  # opens as it is
+
+
+SYLLABLES = ["".join(letters) for letters in itertools.product("bdfgk", "aeiou", "lmnr")]
+PLAIN = " ".join(word for word in SYLLABLES for _ in range(2))  # words without digits, none a stop word
+
+
+def test_word_weights_from_a_file(db_url: str, tmp_path: Path) -> None:
+    weights = tmp_path / "weights.txt"
+    weights.write_text("# heavier words\nbal 40\nden 25\n", encoding="utf-8")
+    weighted = Fingerprinter(word_weights=weights)
+    assert weighted.fingerprint(PLAIN) != DEFAULT.fingerprint(PLAIN)  # else the test shows nothing
+    text, near_copy = tmp_path / "a.txt", tmp_path / "b.txt"
+    text.write_text(PLAIN, encoding="utf-8")
+    near_copy.write_text(PLAIN + " extra", encoding="utf-8")
+    printed = json.loads(ok("fingerprint", "--word-weights", str(weights), str(text)))
+    assert printed["simhash"] == to_hex(weighted.fingerprint(PLAIN))
+    corpus = write_corpus(tmp_path / "corpus.jsonl", [{"url": "https://example.com/1", "text": PLAIN}])
+    assert ok("import", "--db", db_url, "--word-weights", str(weights), corpus) == IMPORTED_ONE
+    with SimhashIndex(db_url, scheme=weighted.scheme) as index:  # refused unless the import recorded it
+        assert index.get("https://example.com/1").fingerprint == weighted.fingerprint(PLAIN)
+    near = ok("query", "--db", db_url, "--text", str(near_copy), "--word-weights", str(weights))
+    assert json.loads(near)["url"] == "https://example.com/1"
+    for command in (
+        ["import", corpus],
+        ["query", "--text", str(text)],
+        ["compare", str(text), "https://example.com/1"],
+    ):
+        refused = run(*command, "--db", db_url)  # without the index's weights: refused, not wrong answers
+        assert_one_line_error(refused, 1, "other word weights", "--word-weights")
+
+
+IMPORTED_ONE = "kept 1, dropped 0, skipped 0 (no text)\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "phrase"), [("word001 heavy\n", "weights.txt:1"), (None, "No such file")], ids=["bad", "missing"]
+)
+def test_a_weights_file_that_cannot_be_read_is_named(
+    files: Path, tmp_path: Path, content: str | None, phrase: str
+) -> None:
+    weights = tmp_path / "weights.txt"
+    if content is not None:
+        weights.write_text(content, encoding="utf-8")
+    result = run("fingerprint", "--word-weights", str(weights), str(files / "a.txt"))
+    assert result.exit_code == 2 and "--word-weights" in result.stderr and phrase in result.stderr, result.output
+    assert "Traceback" not in result.output
 
 
 def test_import_dry_run_reads_the_database(db_url: str, tmp_path: Path) -> None:

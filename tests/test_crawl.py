@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from crawling import crawl
-from sites import build_site, english_article, page, serve
+from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
-
-
-@pytest.fixture
-def site(tmp_path: Path):
-    root = tmp_path / "site"
-    info = build_site(root)
-    with serve(root) as base:
-        yield base, info
 
 
 def _check_dedup(base: str, info: dict, result, db_url: str) -> None:

@@ -92,7 +92,7 @@ def test_python_blocks_run(
 
 FRESH_MACHINE = (
     ".venv/bin/pip install -e . && .venv/bin/scrapy crawl site -a start_url=",
-    ".venv/bin/pip install -e '.[test]' && .venv/bin/pytest",
+    ".venv/bin/pip install -e '.[test]' && .venv/bin/ruff check simhash_index crawler && .venv/bin/mypy && .venv/bin/pytest",
 )
 FIRST_SCREEN = 24  # lines
 

@@ -65,7 +65,14 @@ def test_extraction_goes_through_the_threads_own_parser() -> None:
     parsers.thread_parser = spy
     try:
         html = "<html><body><article><p>" + "A paragraph of plain text. " * 30 + "</p></article></body></html>"
-        threads = [threading.Thread(target=extract_text, args=(html,)) for _ in range(3)]
+        together = threading.Barrier(3)  # all alive at once: no thread reuses another's ident
+
+        def extract_once() -> None:
+            together.wait()
+            extract_text(html)
+            together.wait()
+
+        threads = [threading.Thread(target=extract_once) for _ in range(3)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -23,14 +23,6 @@ from simhash_index.scrapy import (
 from simhash_index.scrapy.addon import PIPELINE, PIPELINE_PRIORITY
 
 
-@pytest.fixture
-def site(tmp_path: Path):
-    root = tmp_path / "site"
-    info = build_site(root)
-    with serve(root) as base:
-        yield base, info
-
-
 def dropped_count(info: dict) -> int:
     return sum(len(cluster) - 1 for cluster in info["clusters"])
 

@@ -25,13 +25,14 @@ from ..errors import (
     SchemaVersionError,
     SimhashIndexError,
 )
-from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, Signature
+from ..fingerprinting.fingerprinter import Fingerprinter, Signature
 from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..fingerprinting.simhash import from_hex, hamming, to_hex
 from ..index import explain as evidence
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from ..index.records import Policy, check_key
+from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from . import formats, reports
 from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
 
@@ -68,7 +69,7 @@ class _Group(click.Group):
 # -- shared options ---------------------------------------------------------------
 
 
-def db_option(command: Callable) -> Callable:
+def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--db",
         metavar="URL",
@@ -80,13 +81,24 @@ def db_option(command: Callable) -> Callable:
     )(command)
 
 
-def format_option(choices: tuple[str, ...] = formats.FORMATS, piped: str = "jsonl") -> Callable:
+def format_option(
+    choices: tuple[str, ...] = formats.FORMATS, piped: str = "jsonl"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--format",
         "fmt",
         type=click.Choice(choices),
         help=f"Output format [default: table on a terminal, {piped} when piped].",
     )
+
+
+def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--word-weights",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="A weight table, one word and weight per line, as the index was built with (SIMHASH_WORD_WEIGHTS).",
+    )(command)
 
 
 def _format(fmt: str | None, piped: str = "jsonl") -> str:
@@ -96,10 +108,27 @@ def _format(fmt: str | None, piped: str = "jsonl") -> str:
 # -- opening the database and reading pages ---------------------------------------
 
 
-def open_index(db: str, *, create: bool = False, max_distance: int = defaults.MAX_DISTANCE) -> Index:
+def open_index(
+    db: str,
+    *,
+    create: bool = False,
+    max_distance: int = defaults.MAX_DISTANCE,
+    layout: str | None = None,
+    block_assignment: str | None = None,
+    scheme: str | None = None,
+) -> Index:
     """The index at `db`, closed when the command ends. Commands that only read open it
-    read-only: they never create or change anything (not even a file's journal mode)."""
-    index = open_backend(db, create=create, read_only=not create, scheme=None, max_distance=max_distance)
+    read-only: they never create or change anything (not even a file's journal mode).
+    `layout`, `block_assignment` and `scheme` (the fingerprint settings) describe a new index."""
+    index = open_backend(
+        db,
+        create=create,
+        read_only=not create,
+        scheme=scheme,
+        max_distance=max_distance,
+        layout=layout,
+        block_assignment=block_assignment,
+    )
     return click.get_current_context().with_resource(index)
 
 
@@ -203,6 +232,7 @@ FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
     type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
     help="Largest Hamming distance to list.",
 )
+@word_weights_option
 def query(
     db: str,
     fmt: str | None,
@@ -211,6 +241,7 @@ def query(
     html_file: str | None,
     simhash_hex: str | None,
     max_distance: int,
+    word_weights: str | None,
 ) -> None:
     """Stored pages near a page, a file or a simhash.
 
@@ -235,8 +266,8 @@ def query(
         page_fingerprint(exclude)  # a one-line error when it has none
         signature = exclude.signature  # type: ignore[assignment]
     else:
-        path, kind = (text_file, "text") if text_file is not None else (html_file, "html")
-        signature = signature_of(fingerprinter_for(index.scheme), read_page(path, kind), path)
+        path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
+        signature = signature_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
     formats.write_matches(evidence.near(index, signature, exclude=exclude), _format(fmt), sys.stdout)
 
 
@@ -269,24 +300,26 @@ def signature_of(fingerprinter: Fingerprinter, text: str, name: str) -> Signatur
 @cli.command()
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=FILE_OR_STDIN)
-def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
+@word_weights_option
+def fingerprint(fmt: str | None, files: tuple[str, ...], word_weights: str | None) -> None:
     """The simhash of text or HTML files.
 
     HTML (by extension .html/.htm, or content) has its main text extracted
     first. text_hash is the hash of the normalised text, for exact matches.
     """
+    fingerprinter = fingerprinter_for(None, word_weights)
     rows, failed = [], 0
     with progress(len(files), "fingerprinting") as advance:
         for path in files:
             try:
                 text = read_page(path)
-                fingerprint = fingerprint_of(DEFAULT, text, path)
+                fingerprint = fingerprint_of(fingerprinter, text, path)
             except (click.ClickException, OSError) as exc:  # one bad file does not stop the others
                 message = exc.format_message() if isinstance(exc, click.ClickException) else one_line(exc)
                 click.echo(f"Error: {message}", err=True)
                 failed += 1
             else:
-                signature = DEFAULT.signature(text)  # not None: the text has a fingerprint
+                signature = fingerprinter.signature(text)  # not None: the text has a fingerprint
                 text_hash = to_hex(signature.text_hash) if signature and signature.text_hash is not None else None
                 rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": text_hash})
             advance(1)
@@ -300,7 +333,8 @@ def fingerprint(fmt: str | None, files: tuple[str, ...]) -> None:
 @format_option()
 @click.argument("a")
 @click.argument("b")
-def compare(db: str, fmt: str | None, a: str, b: str) -> None:
+@word_weights_option
+def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) -> None:
     """The distance and similarity of two files or two URLs in the index.
 
     A and B are text or HTML files (- for stdin) or URLs of pages stored or
@@ -316,9 +350,11 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
         if not files[value] and "://" not in value:
             raise click.BadParameter(f"{formats.visible(value)!r} is neither a file nor a URL", param_hint=name)
     index = None if all(files.values()) else open_index(db)
-    fingerprinter = DEFAULT if index is None else fingerprinter_for(index.scheme)
+    fingerprinter = fingerprinter_for(None if index is None else index.scheme, word_weights)
     pages: list[Any] = [
-        signature_of(fingerprinter, read_page(value), value) if files[value] else find_page(index, value)  # type: ignore[arg-type]
+        signature_of(fingerprinter, read_page(value), value)
+        if index is None or files[value]
+        else find_page(index, value)
         for value in (a, b)
     ]
     fingerprints: list[int] = [
@@ -350,8 +386,28 @@ def compare(db: str, fmt: str | None, a: str, b: str) -> None:
     type=click.IntRange(min=0),
     help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
 )
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    help=f"A new SQL index's lookups: four indexed 16-bit blocks, or two half indexes [default: {defaults.LAYOUT}].",
+)
+@click.option(
+    "--block-assignment",
+    type=click.Choice(ASSIGNMENTS),
+    help=f"Which bits make each block of a new 'blocks' index [default: {defaults.BLOCK_ASSIGNMENT}].",
+)
+@word_weights_option
 def import_(
-    db: str, file: str, dry_run: bool, keep_texts: bool, fmt: str | None, max_distance: int, workers: int | None
+    db: str,
+    file: str,
+    dry_run: bool,
+    keep_texts: bool,
+    fmt: str | None,
+    max_distance: int,
+    workers: int | None,
+    layout: str | None,
+    block_assignment: str | None,
+    word_weights: str | None,
 ) -> None:
     """Deduplicate a JSON lines corpus into the database.
 
@@ -362,18 +418,26 @@ def import_(
     """
     if fmt is not None and not dry_run:
         raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
+    source = open_existing(db, max_distance)
+    fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
-        source = open_existing(db, max_distance)
-        scheme = source.scheme if source is not None else DEFAULT.scheme
         target: Any = click.get_current_context().with_resource(
-            reports.DryRunIndex(source, scheme=scheme, policy=Policy(max_distance))
+            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=Policy(max_distance))
         )
     else:
-        target = open_index(db, create=True, max_distance=max_distance)
+        if source is not None:
+            source.close()
+        target = open_index(
+            db,
+            create=True,
+            max_distance=max_distance,
+            layout=layout,
+            block_assignment=block_assignment,
+            scheme=fingerprinter.scheme,
+        )
         target.keep_texts = target.keep_texts or keep_texts
-        scheme = target.scheme
     counts: Counter[str] = Counter()
-    decided = _import_pages(target, PageSetup(fingerprinter_for(scheme)), file, workers, counts, dry_run)
+    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
     if dry_run:
         formats.write_dry_run(decided, _format(fmt), sys.stdout)
     else:

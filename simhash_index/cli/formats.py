@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from ..index.base import Cluster
+    from ..index.base import Cluster, Description
     from ..index.records import Duplicate, Match
     from .reports import Stats
 
@@ -372,10 +372,17 @@ def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
                 "text_bytes": stats.texts.compressed_bytes,
                 "text_bytes_per_page": round(stats.texts.bytes_per_page),
             }
-        write_json(summary | {"distances": distances, "top_hosts": hosts, "scheme": stats.scheme}, out)
+        index: dict[str, str | None] = {
+            "backend": stats.description.backend,
+            "schema_version": stats.description.schema_version,
+        }
+        if stats.description.layout is not None:
+            index |= {"layout": stats.description.layout, "block_assignment": stats.description.block_assignment}
+        write_json(summary | {"distances": distances, "top_hosts": hosts, "scheme": stats.scheme, "index": index}, out)
         return
     if fmt != "table":
         raise ValueError(f"stats are written as table or json; got {fmt!r}")
+    out.write(f"index: {index_line(stats.description)}\n\n")
     summary_rows = [
         ("pages stored", stats.documents),
         ("duplicates", stats.duplicates),
@@ -395,6 +402,16 @@ def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
         if rows:
             out.write("\n")
             write_rows(rows, columns, "table", out, numeric={"distance", "duplicates"})
+
+
+def index_line(description: Description) -> str:
+    """The backend, schema version and (SQL) lookup layout, e.g. "sqlite, schema 3, blocks (contiguous)"."""
+    line = f"{description.backend}, schema {description.schema_version}"
+    if description.layout is not None:
+        line += f", {description.layout} layout"
+        if description.layout == "blocks" and description.block_assignment:
+            line += f" ({description.block_assignment} bits)"
+    return line
 
 
 def print_rich(renderable: Any, out: TextIO) -> None:

@@ -26,7 +26,7 @@ _HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
 _SNIFF_CHARS = 100_000
 
 
-class IsoDateTime(click.ParamType):
+class IsoDateTime(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
     """An ISO 8601 date or datetime; UTC unless it carries an offset."""
 
     name = "DATETIME"
@@ -44,23 +44,35 @@ class IsoDateTime(click.ParamType):
         return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
-def fingerprinter_for(scheme: str) -> Fingerprinter:
-    """A Fingerprinter whose fingerprints are comparable with a database's.
+def fingerprinter_for(scheme: str | None, word_weights: str | None = None) -> Fingerprinter:
+    """A Fingerprinter whose fingerprints are comparable with a database's (None: no database).
 
-    The command line uses the default settings; only a different minimum
-    text length (SIMHASH_MIN_TEXT_LENGTH) can be read back from the scheme.
+    The command line uses the default settings, with the --word-weights file if given; a
+    different minimum text length (SIMHASH_MIN_TEXT_LENGTH) is read back from the scheme.
     """
-    if scheme == DEFAULT.scheme:
+    if scheme == DEFAULT.scheme and word_weights is None:
         return DEFAULT
-    found = re.search(r" min_length=(\d+) ", scheme)
-    if found:
-        candidate = Fingerprinter(min_length=int(found.group(1)))
-        if candidate.scheme == scheme:
-            return candidate
+    found = re.search(r" min_length=(\d+) ", scheme or "")
+    min_length = int(found.group(1)) if found else DEFAULT.min_length
+    try:
+        candidate = Fingerprinter(min_length=min_length, word_weights=word_weights)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--word-weights") from None
+    if scheme is None or candidate.scheme == scheme:
+        return candidate
+    ours, theirs = _weights_of(candidate.scheme), _weights_of(scheme)
+    if ours != theirs:
+        hint = "without --word-weights" if theirs == "none" else "with the --word-weights file it was built with"
+        raise click.ClickException(f"the database's fingerprints were made with other word weights: run {hint}")
     raise click.ClickException(
         f"the database's fingerprints were made with settings the command line cannot reproduce ({scheme}): "
         "use the library with the same Fingerprinter settings"
     )
+
+
+def _weights_of(scheme: str) -> str | None:
+    found = re.search(r" weights=(\S+)", scheme)
+    return found.group(1) if found else None
 
 
 def looks_like_html(name: str, content: str) -> bool:

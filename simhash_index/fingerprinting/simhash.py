@@ -90,7 +90,8 @@ _P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
 
 
 def _rotl(x: npt.NDArray[np.uint64], r: int) -> npt.NDArray[np.uint64]:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    rotated: npt.NDArray[np.uint64] = (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+    return rotated
 
 
 def xxh64_dimensions(dimensions: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -98,7 +99,7 @@ def xxh64_dimensions(dimensions: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint6
     equal to xxh64(int(d)) for every d. XXH64 of one 8-byte lane, written out."""
     with np.errstate(over="ignore"):
         lane = _rotl(dimensions * _P2, 31) * _P1
-        h = np.full(dimensions.shape, _P5 + np.uint64(8), dtype=np.uint64) ^ lane
+        h: npt.NDArray[np.uint64] = np.full(dimensions.shape, _P5 + np.uint64(8), dtype=np.uint64) ^ lane
         h = _rotl(h, 27) * _P1 + _P4
         h ^= h >> np.uint64(33)
         h *= _P2
@@ -164,6 +165,17 @@ def _bit_matrix(hashes: list[int] | bytes, bits: int) -> npt.NDArray[np.uint8]:
     return matrix if width * 8 == bits else matrix[:, :bits]
 
 
+def _hash_function(hashfunc: HashFunc | None, bits: int) -> HashFunc:
+    """The hash given, or the default one for `bits`; a message naming the argument otherwise."""
+    if hashfunc is None:
+        if bits not in DEFAULT_HASHES:
+            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
+        return DEFAULT_HASHES[bits]
+    if bits < 1:
+        raise ValueError(f"bits must be positive; got {bits!r}")
+    return hashfunc
+
+
 def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = None) -> int:
     """The simhash of weighted features.
 
@@ -176,12 +188,7 @@ def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = N
     >>> simhash({"a": 1}, bits=3, hashfunc=lambda f: 0b101)
     5
     """
-    if hashfunc is None:
-        if bits not in DEFAULT_HASHES:
-            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
-        hashfunc = DEFAULT_HASHES[bits]
-    elif bits < 1:
-        raise ValueError(f"bits must be positive; got {bits!r}")
+    hashfunc = _hash_function(hashfunc, bits)
     default = hashfunc is xxh64 and bits == 64  # cached digests, no int round trip
     if default and isinstance(features, list) and 0 < len(features) <= _TOKEN_LIST and isinstance(features[0], str):
         # A page's token list: every occurrence votes 1. One float32 matrix-vector product
@@ -241,12 +248,7 @@ def simhash_sparse(
             dims.astype(np.int64).view(np.uint64) if dims.dtype.kind == "i" else dims.astype(np.uint64)
         )
         return _signs(weights, _bit_matrix(hashes.astype("<u8").tobytes(), 64))
-    if hashfunc is None:
-        if bits not in DEFAULT_HASHES:
-            raise ValueError(f"bits must be one of {SUPPORTED_BITS} with the default hash; got {bits!r}")
-        hashfunc = DEFAULT_HASHES[bits]
-    elif bits < 1:
-        raise ValueError(f"bits must be positive; got {bits!r}")
+    hashfunc = _hash_function(hashfunc, bits)
     return _signs(weights, _bit_matrix([hashfunc(int(d)) for d in dims.tolist()], bits))
 
 

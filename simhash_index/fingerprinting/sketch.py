@@ -52,7 +52,8 @@ def minhash(shingles: Iterable[str], k: int = DEFAULT_SLOTS) -> bytes:
         permuted += b
         np.minimum(best, permuted.min(axis=0), out=best)
     # Bits 32-39 of the minimum: equal when the same shingle wins, equal by chance 1 time in 256.
-    return ((best >> np.uint64(32)) & np.uint64(0xFF)).astype(np.uint8).tobytes()
+    sketch: bytes = ((best >> np.uint64(32)) & np.uint64(0xFF)).astype(np.uint8).tobytes()
+    return sketch
 
 
 def estimate_jaccard(a: bytes, b: bytes) -> float:

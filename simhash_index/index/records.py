@@ -7,6 +7,7 @@ import operator
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import SupportsIndex, cast
 
 import xxhash
 
@@ -154,7 +155,7 @@ def as_u64(value: object, name: str = "fingerprint") -> int:
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         hint = " (parse hex with simhash_index.fingerprinting.simhash.from_hex)" if isinstance(value, str) else ""
         raise TypeError(f"{name} must be an unsigned 64-bit integer; got {type(value).__name__} {value!r}{hint}")
-    number = operator.index(value)  # type: ignore[call-overload]
+    number = operator.index(cast(SupportsIndex, value))
     if not 0 <= number <= MASK64:
         raise ValueError(f"{name} must be an unsigned 64-bit integer; got {number!r}")
     return number
@@ -164,12 +165,8 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
     """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
     exact_only = False
     if isinstance(fingerprint, Signature):
-        fingerprint, text_hash, sketch, exact_only = (
-            fingerprint.simhash,
-            fingerprint.text_hash,
-            fingerprint.sketch,
-            fingerprint.exact_only,
-        )
+        given = fingerprint
+        fingerprint, text_hash, sketch, exact_only = given.simhash, given.text_hash, given.sketch, given.exact_only
     if fingerprint is None and text_hash is None:
         raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
     if sketch is not None and not isinstance(sketch, (bytes, bytearray, memoryview)):

@@ -14,16 +14,13 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Future
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
-from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThreadPool
+from scrapy.utils.defer import deferred_from_coro
 from twisted.python.threadpool import ThreadPool
 from w3lib.url import canonicalize_url
 
@@ -48,6 +45,7 @@ from .failures import (
 from .logformatter import safe
 from .settings import PipelineSettings
 from .stats import Outcomes
+from .threads import awaitable, in_thread
 
 T = TypeVar("T")
 PROBE_EVERY_S = 1.0
@@ -220,11 +218,8 @@ class SimhashDedupPipeline:
             self.index = None
 
     def _in_thread(self, function: Callable[..., T], *args: Any) -> Awaitable[T]:
-        """Run a blocking call on the pipeline's threads; awaitable from the async methods."""
-        from twisted.internet import reactor  # imported late: installing a reactor is Scrapy's decision
-
         assert self._threads is not None, "open_spider() starts the threads"
-        return maybe_deferred_to_future(deferToThreadPool(reactor, self._threads, function, *args))  # type: ignore[arg-type]
+        return in_thread(self._threads, function, *args)
 
     # -- items ----------------------------------------------------------------------
 
@@ -245,7 +240,7 @@ class SimhashDedupPipeline:
             return item
         assert page.signature is not None and self.writer is not None
         try:
-            match = await maybe_deferred_to_future(_deferred(self.writer.submit((key, page.signature))))
+            match = await awaitable(self.writer.submit((key, page.signature)))
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated
@@ -433,7 +428,9 @@ class SimhashDedupPipeline:
         if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
             deferred_from_coro(engine.close_spider_async(reason=reason))
         else:
-            engine.close_spider(self.crawler.spider, reason)  # type: ignore[union-attr]
+            spider = self.crawler.spider if self.crawler is not None else None
+            if spider is not None:
+                engine.close_spider(spider, reason)
 
     def _warn_once(self, topic: str, message: str, *args: Any) -> None:
         if topic not in self._warned:
@@ -450,20 +447,3 @@ class SimhashDedupPipeline:
                 type(adapter.item).__name__,
                 field,
             )
-
-
-def _deferred(future: Future[T]) -> Deferred[T]:
-    """A Deferred fired in the reactor thread when a concurrent Future completes."""
-    from twisted.internet import reactor
-
-    deferred: Deferred[T] = Deferred()
-
-    def done(completed: Future[T]) -> None:
-        error = completed.exception()
-        if error is not None:
-            reactor.callFromThread(deferred.errback, error)  # type: ignore[attr-defined]
-        else:
-            reactor.callFromThread(deferred.callback, completed.result())  # type: ignore[attr-defined]
-
-    future.add_done_callback(done)
-    return deferred

@@ -122,7 +122,7 @@ class _Reader:
     def integer(self, name: str, default: int, low: int, high: int | None) -> int:
         raw = self._raw(name, default)
         try:
-            value = int(raw)  # type: ignore[call-overload]
+            value: int = int(raw)  # type: ignore[call-overload]
             if isinstance(raw, float) and raw != value:
                 raise ValueError
         except (TypeError, ValueError):

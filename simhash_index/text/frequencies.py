@@ -102,7 +102,7 @@ def require_wordfreq() -> ModuleType:
 @lru_cache(maxsize=1)
 def jieba_idf() -> tuple[dict[str, float], float]:
     """jieba's IDF table and its median, read once (jieba.analyse leaves the file open)."""
-    import jieba  # type: ignore[import-untyped]
+    import jieba
 
     path = Path(jieba.__file__).parent / "analyse" / "idf.txt"
     table = {}

@@ -47,12 +47,12 @@ def install() -> None:
             return
         import trafilatura.utils as utils
 
-        shared, original = utils.HTML_PARSER, utils.fromstring
+        shared, original = utils.HTML_PARSER, utils.fromstring  # type: ignore[attr-defined]
 
         def fromstring(html: Any, base_url: Any = None, parser: Any = None, **options: Any) -> Any:
             if parser is shared:
                 parser = thread_parser()
             return original(html, base_url=base_url, parser=parser, **options)
 
-        utils.fromstring = fromstring
+        utils.fromstring = fromstring  # type: ignore[attr-defined]
         _installed = True

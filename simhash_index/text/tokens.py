@@ -39,7 +39,7 @@ def _jieba_cut() -> Callable[..., list[str]]:
     if _jieba is None:
         with _jieba_lock:
             if _jieba is None:
-                import jieba  # type: ignore[import-untyped]
+                import jieba
 
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()

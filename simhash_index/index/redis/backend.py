@@ -101,7 +101,8 @@ class RedisIndex(Index):
         try:
             # Opened with the connect timeout for every call, so that a TLS handshake with a server
             # that never answers it (rediss:// to a plain port) fails as fast as a connection.
-            self._client = redis.Redis.from_url(
+            # Any: redis-py types every reply as a union of what any command could return
+            self._client: Any = redis.Redis.from_url(
                 connect_to, socket_connect_timeout=connect_timeout, socket_timeout=connect_timeout
             )
             pool = self._client.connection_pool
@@ -155,7 +156,7 @@ class RedisIndex(Index):
         except redis.RedisError as exc:
             raise SimhashIndexError(f"redis {self.url} failed: {self._scrub(exc)}") from exc
 
-    def _run(self, command: str, *args: object, client: Any = None) -> Any:
+    def _run(self, command: str, *args: Any, client: Any = None) -> Any:
         return self._script(args=[command, self.prefix, *args], client=client)
 
     def _open(self, scheme: str | None, create: bool) -> str:

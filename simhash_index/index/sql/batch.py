@@ -196,15 +196,15 @@ def _near_postgres(
     raw = conn.connection.dbapi_connection
     assert raw is not None
     cursors = []
-    with raw.pipeline():  # type: ignore[attr-defined]
+    with raw.pipeline():
         for _, fingerprint in wanted:
             cursor = raw.cursor()
             cursor.execute(layout.near_sql(), layout.near_parameters(fingerprint, max_distance))
             cursors.append(cursor)
     for (position, _), cursor in zip(wanted, cursors):
-        rows = cursor.fetchall()
+        fetched = cursor.fetchall()
         cursor.close()
-        found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in rows]
+        found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in fetched]
     return found
 
 
@@ -233,11 +233,11 @@ def _write(
         for row in fetch(conn, pages_where(dialect, "key_hash", len(missing)), in_parameters(dialect, missing)):
             if row[1] in ids and ids[row[1]] is None:
                 ids[row[1]] = row[0]
-    rows = []
+    entries = []
     for key, (signature, match) in logged.items():
-        row: tuple[Any, ...] = (key, stored.hashes[key], match.key, ids[match.key], match.distance, match.exact, when)
+        entry: tuple[Any, ...] = (key, stored.hashes[key], match.key, ids[match.key], match.distance, match.exact, when)
         if evidence:
             fingerprint = signature.simhash
-            row += (None if fingerprint is None else to_signed(fingerprint), match.similarity)
-        rows.append(row)
-    execute_many(conn, upsert_duplicates(mark, evidence=evidence), rows)
+            entry += (None if fingerprint is None else to_signed(fingerprint), match.similarity)
+        entries.append(entry)
+    execute_many(conn, upsert_duplicates(mark, evidence=evidence), entries)

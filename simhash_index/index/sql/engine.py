@@ -223,7 +223,7 @@ def call_deadline(connection: Any, seconds: float) -> Iterator[list[bool]]:
     fired = [False]
     descriptor = connection.pgconn.socket if hasattr(connection, "pgconn") else None
 
-    def strike() -> None:
+    def strike(descriptor: int) -> None:
         fired[0] = True
         try:
             with socket.socket(fileno=os.dup(descriptor)) as sock:
@@ -231,7 +231,7 @@ def call_deadline(connection: Any, seconds: float) -> Iterator[list[bool]]:
         except OSError:
             pass
 
-    timer = threading.Timer(seconds, strike) if descriptor is not None else None
+    timer = threading.Timer(seconds, strike, (descriptor,)) if descriptor is not None else None
     if timer is not None:
         timer.daemon = True
         timer.start()

@@ -48,7 +48,7 @@ def stored_meta(conn: Connection) -> dict[str, str] | None:
     """The simhash_meta rows, or None when the database has no simhash tables."""
     if not conn.dialect.has_table(conn, "simhash_meta"):
         return None
-    return dict(conn.exec_driver_sql("SELECT name, value FROM simhash_meta").all())  # type: ignore[arg-type]
+    return dict(conn.exec_driver_sql("SELECT name, value FROM simhash_meta").all())
 
 
 def check_server(conn: Connection, shown: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
@@ -51,8 +51,10 @@ class Timestamp(TypeDecorator[datetime]):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[object]:
-        return dialect.type_descriptor(Integer() if dialect.name == "sqlite" else DateTime(timezone=True))
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(Integer())
+        return dialect.type_descriptor(DateTime(timezone=True))
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> object:
         if value is None or dialect.name != "sqlite":
@@ -66,7 +68,7 @@ class Timestamp(TypeDecorator[datetime]):
 
 
 def _row_id() -> Integer:
-    return Integer().with_variant(BigInteger, "postgresql")  # type: ignore[return-value]
+    return Integer().with_variant(BigInteger, "postgresql")
 
 
 class Tables(NamedTuple):

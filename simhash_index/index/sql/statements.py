@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
@@ -120,7 +120,8 @@ def read_time(dialect: str, value: Any) -> datetime | None:
         return None
     if dialect == "sqlite":
         return datetime.fromtimestamp(value, timezone.utc)
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    moment: datetime = value
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def fetch(conn: Connection | RawConnection, statement: str, parameters: Sequence
     cursor = conn.connection.cursor()
     try:
         cursor.execute(statement, parameters)
-        return cursor.fetchall()
+        return cast("list[tuple[Any, ...]]", cursor.fetchall())
     except dbapi.Error as exc:
         raise DBAPIError.instance(statement, parameters, exc, dbapi.Error, dialect=conn.dialect) from exc
     finally:
@@ -150,4 +151,4 @@ def fetch(conn: Connection | RawConnection, statement: str, parameters: Sequence
 def execute_many(conn: Connection, statement: str, rows: Sequence[Sequence[Any]]) -> None:
     """The driver's executemany (psycopg pipelines it: one round trip)."""
     if rows:
-        conn.exec_driver_sql(statement, list(rows))  # type: ignore[arg-type]
+        conn.exec_driver_sql(statement, list(rows))

@@ -1,0 +1,38 @@
+"""Between Scrapy's reactor and blocking work: awaitables for thread-pool calls and futures."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+T = TypeVar("T")
+
+
+def in_thread(threads: ThreadPool, function: Callable[..., T], *args: Any) -> Awaitable[T]:
+    """Run a blocking call on `threads`; awaitable from a coroutine running on the reactor."""
+    from twisted.internet import reactor  # imported late: installing a reactor is Scrapy's decision
+
+    return maybe_deferred_to_future(deferToThreadPool(reactor, threads, function, *args))
+
+
+def awaitable(future: Future[T]) -> Awaitable[T]:
+    """A concurrent Future's result, awaitable on the reactor (callbacks fire in the reactor thread)."""
+    from twisted.internet import reactor
+
+    deferred: Deferred[T] = Deferred()
+
+    def done(completed: Future[T]) -> None:
+        error = completed.exception()
+        if error is not None:
+            reactor.callFromThread(deferred.errback, error)
+        else:
+            reactor.callFromThread(deferred.callback, completed.result())
+
+    future.add_done_callback(done)
+    return maybe_deferred_to_future(deferred)
