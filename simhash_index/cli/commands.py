@@ -281,8 +281,11 @@ def find_page(index: Index, url: str) -> evidence.Found:
     return found
 
 
-def page_fingerprint(found: evidence.Found) -> int:
-    """The fingerprint of a page stored or dropped; a one-line error when it has none."""
+def page_fingerprint(found: evidence.Found | Signature) -> int:
+    """The fingerprint of a file, or of a page stored or dropped; a one-line error when it has none."""
+    if isinstance(found, Signature):
+        assert found.simhash is not None  # signature_of makes one from a fingerprint
+        return found.simhash
     if found.fingerprint is None:
         raise click.ClickException(
             f"{formats.visible(found.key)} has no simhash in the index (its text is short: exact matches only)"
@@ -357,9 +360,7 @@ def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) 
         else find_page(index, value)
         for value in (a, b)
     ]
-    fingerprints: list[int] = [
-        page.simhash if isinstance(page, Signature) else page_fingerprint(page) for page in pages
-    ]
+    fingerprints = [page_fingerprint(page) for page in pages]
     row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
     row["similarity"] = formats.score(evidence.similarity_between(*pages))

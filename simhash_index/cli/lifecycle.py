@@ -14,7 +14,7 @@ from .commands import cli, db_option
 from .inputs import IsoDateTime
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
     name = "DURATION"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
