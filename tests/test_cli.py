@@ -29,6 +29,8 @@ from simhash_index.cli import formats, reports
 from simhash_index.cli.commands import cli
 from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
+from simhash_index.fingerprinting.sketch import estimate_jaccard
+from simhash_index.index import records
 
 A = 0x0123456789ABCDEF
 B = 0xFEDCBA9876543210
@@ -51,7 +53,7 @@ DROPPED = [
     ("https://news.example.org/b/print", B, "https://news.example.org/b", 0, False),
     ("https://example.com/short2", None, "https://example.com/short", 0, True),
 ]
-DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "exact", "seen_at")
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "seen_at")
 
 
 def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):
@@ -128,11 +130,12 @@ def dropped_rows(seen: dict[str, datetime], keep=lambda row: True) -> list[tuple
 
 def expected_duplicates(fmt: str, rows: list[tuple]) -> str:
     if fmt == "table":
-        shown = [(u, of, d, "yes" if e else "no", second(s)) for u, of, d, e, s in rows]
-        return table(DUPLICATE_COLUMNS, shown, right=("distance",))
+        shown = [(u, of, d, "", "yes" if e else "no", second(s)) for u, of, d, e, s in rows]
+        return table(DUPLICATE_COLUMNS, shown, right=("distance", "similarity"))
     if fmt == "csv":
-        return as_csv(DUPLICATE_COLUMNS, [(u, of, d, str(e).lower(), iso(s)) for u, of, d, e, s in rows])
-    objects = [dict(zip(DUPLICATE_COLUMNS, (u, of, d, e, iso(s)))) for u, of, d, e, s in rows]
+        return as_csv(DUPLICATE_COLUMNS, [(u, of, d, "", str(e).lower(), iso(s)) for u, of, d, e, s in rows])
+    # these pages have no sketches: no similarity
+    objects = [dict(zip(DUPLICATE_COLUMNS, (u, of, d, None, e, iso(s)))) for u, of, d, e, s in rows]
     return as_json(objects) if fmt == "json" else as_jsonl(objects)
 
 
@@ -273,13 +276,14 @@ def test_clusters(filled, fmt: str) -> None:
 @pytest.mark.parametrize("fmt", formats.FORMATS)
 def test_query_by_simhash(filled, fmt: str) -> None:
     db, _ = filled
-    near = [("https://example.com/a", to_hex(A), 1), ("https://example.com/a-copy", to_hex(A_COPY), 3)]
-    objects = [dict(zip(("url", "simhash", "distance"), row)) for row in near]
+    near = [("https://example.com/a", to_hex(A), 1, ""), ("https://example.com/a-copy", to_hex(A_COPY), 3, "")]
+    columns = ("url", "simhash", "distance", "similarity")
+    objects = [dict(zip(columns, (*row[:3], None))) for row in near]  # a --simhash has no sketch
     expected = {
-        "table": table(("url", "simhash", "distance"), near, ("distance",)),
+        "table": table(columns, near, ("distance", "similarity")),
         "json": as_json(objects),
         "jsonl": as_jsonl(objects),
-        "csv": as_csv(("url", "simhash", "distance"), near),
+        "csv": as_csv(columns, near),
     }[fmt]
     assert ok("query", "--db", db, "--simhash", to_hex(A ^ 1), "--format", fmt) == expected
     assert ok("query", "--db", db, "--simhash", "0x" + to_hex(A ^ 1), "--format", fmt) == expected
@@ -289,12 +293,19 @@ def test_query_by_url(filled) -> None:
     db, _ = filled
     # the page itself is left out
     assert ok("query", "--db", db, "--url", "https://example.com/a") == as_jsonl(
-        [{"url": "https://example.com/a-copy", "simhash": to_hex(A_COPY), "distance": 2}]
+        [{"url": "https://example.com/a-copy", "simhash": to_hex(A_COPY), "distance": 2, "similarity": None}]
     )
     assert ok("query", "--db", db, "--url", "https://example.com/a", "--max-distance", "1") == ""
-    result = run("query", "--db", db, "--url", "https://www.example.com/a?utm=1")
+    # a dropped page: its logged fingerprint
+    assert ok("query", "--db", db, "--url", "https://www.example.com/a?utm=1") == as_jsonl(
+        [
+            {"url": "https://example.com/a", "simhash": to_hex(A), "distance": 1, "similarity": None},
+            {"url": "https://example.com/a-copy", "simhash": to_hex(A_COPY), "distance": 3, "similarity": None},
+        ]
+    )
+    result = run("query", "--db", db, "--url", "https://example.com/never-seen")
     assert result.exit_code == 1
-    assert "is not a page stored in the database" in result.stderr
+    assert "is neither stored nor logged as a duplicate" in result.stderr
 
 
 # -- files: fingerprint, compare, query --text/--html -----------------------------
@@ -341,7 +352,7 @@ def test_compare_files(files: Path) -> None:
     a, b = str(files / "a.txt"), str(files / "page.html")
     fp = to_hex(DEFAULT.fingerprint(TEXT))
     assert ok("compare", a, b, "--format", "json") == as_json(
-        [{"a": a, "a_simhash": fp, "b": b, "b_simhash": fp, "distance": 0}]
+        [{"a": a, "a_simhash": fp, "b": b, "b_simhash": fp, "distance": 0, "similarity": 1.0}]  # the same text
     )
     result = run("compare", a, str(files / "missing.txt"))
     assert result.exit_code == 2
@@ -352,17 +363,23 @@ def test_compare_urls(filled) -> None:
     db, _ = filled
     a, b = "https://example.com/a", "https://example.com/a-copy"
     assert ok("compare", "--db", db, a, b, "--format", "csv") == as_csv(
-        ("a", "a_simhash", "b", "b_simhash", "distance"), [(a, to_hex(A), b, to_hex(A_COPY), 2)]
+        ("a", "a_simhash", "b", "b_simhash", "distance", "similarity"), [(a, to_hex(A), b, to_hex(A_COPY), 2, "")]
+    )
+    dropped = "https://mirror.example.net/a"  # dropped pages are compared by their logged fingerprints
+    assert (
+        json.loads(ok("compare", "--db", db, dropped, b, "--format", "json"))[0]["distance"]
+        == (A ^ 0b111 ^ A_COPY).bit_count()
     )
 
 
 def test_query_by_text_and_html(db_url: str, files: Path) -> None:
     with SimhashIndex(db_url) as index:
         index.check_and_add("https://example.com/text", DEFAULT.signature(TEXT))
-    expected = as_jsonl(
-        [{"url": "https://example.com/text", "simhash": to_hex(DEFAULT.fingerprint(TEXT)), "distance": 0}]
-    )
-    assert ok("query", "--db", db_url, "--text", str(files / "b.txt")) == expected
+    row = {"url": "https://example.com/text", "simhash": to_hex(DEFAULT.fingerprint(TEXT)), "distance": 0}
+    plus = round(estimate_jaccard(DEFAULT.signature(TEXT_PLUS).sketch, DEFAULT.signature(TEXT).sketch), 3)
+    assert plus < 1.0  # one more word: fewer shingles in common
+    assert ok("query", "--db", db_url, "--text", str(files / "b.txt")) == as_jsonl([row | {"similarity": plus}])
+    expected = as_jsonl([row | {"similarity": 1.0}])
     assert ok("query", "--db", db_url, "--html", str(files / "page.html")) == expected
     assert ok("query", "--db", db_url, "--html", "-", input=HTML) == expected
     assert ok("query", "--db", db_url, "--text", "-", input=TEXT) == expected
@@ -676,7 +693,7 @@ def test_csv_neutralises_formulas_behind_invisible_characters(hidden: str, start
     assert not formats.csv_cell(f"{hidden}plain").startswith("'")
 
 
-@pytest.mark.parametrize("module", [formats, reports, urls])
+@pytest.mark.parametrize("module", [formats, reports, urls, records])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0
 
@@ -721,7 +738,14 @@ def test_fingerprint_settings_of_the_database(sqlite_url: str, files: Path) -> N
     with SimhashIndex(sqlite_url, scheme=other_length.scheme) as index:
         index.check_and_add("https://example.com/text", other_length.signature(TEXT))
     expected = as_jsonl(
-        [{"url": "https://example.com/text", "simhash": to_hex(other_length.fingerprint(TEXT)), "distance": 0}]
+        [
+            {
+                "url": "https://example.com/text",
+                "simhash": to_hex(other_length.fingerprint(TEXT)),
+                "distance": 0,
+                "similarity": 1.0,
+            }
+        ]
     )
     assert ok("query", "--db", sqlite_url, "--text", str(files / "a.txt")) == expected
 

@@ -25,8 +25,10 @@ from ..errors import (
     SchemaVersionError,
     SimhashIndexError,
 )
+from ..fingerprinting.fingerprinter import Fingerprinter, Signature
 from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..fingerprinting.simhash import from_hex, hamming, to_hex
+from ..index import explain as evidence
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from ..index.records import Policy, check_key
@@ -166,6 +168,7 @@ def stats(db: str, fmt: str | None, top: int) -> None:
 @click.option("--since", type=IsoDateTime(), help="Only pages dropped at or after this ISO date or datetime (UTC).")
 @click.option("--max-distance", type=click.IntRange(0, 64), help="Only pages within this many bits of the page kept.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
+@click.option("--url", help="Only the page dropped with this URL (an error when it was not dropped).")
 def duplicates(
     db: str,
     fmt: str | None,
@@ -173,13 +176,22 @@ def duplicates(
     since: datetime | None,
     max_distance: int | None,
     limit: int | None,
+    url: str | None,
 ) -> None:
     """The pages dropped as duplicates.
 
     One row per dropped page, in the order they were first dropped: url,
-    duplicate_of, distance, exact, seen_at (UTC).
+    duplicate_of, distance, similarity (the sketches' estimate; empty for an
+    exact-text match), exact, seen_at (UTC).
     """
-    rows = reports.duplicates(open_index(db), host=host, since=since, max_distance=max_distance, limit=limit)
+    index = open_index(db)
+    if url is not None:
+        found = index.duplicate(url)
+        if found is None:
+            raise click.ClickException(f"{formats.visible(url)} is not logged as a duplicate in the database")
+        rows: Any = reports.duplicates_among([found], host=host, since=since, max_distance=max_distance)
+    else:
+        rows = reports.duplicates(index, host=host, since=since, max_distance=max_distance, limit=limit)
     formats.write_duplicates(rows, _format(fmt), sys.stdout)
 
 
@@ -233,36 +245,59 @@ def query(
 ) -> None:
     """Stored pages near a page, a file or a simhash.
 
-    Give one of --url, --text, --html or --simhash. Lists the stored pages
-    within --max-distance, nearest first (a stored --url itself is left out).
+    Give one of --url (a page stored or dropped), --text, --html or --simhash.
+    Lists the stored pages within --max-distance, nearest first (--url itself
+    is left out), with the similarity of their sketches (empty when either has
+    none: a --simhash has none, and a dropped page's is not kept, but its
+    similarity to the page it duplicated is logged).
     """
     sources = (url, text_file, html_file, simhash_hex)
     if sum(source is not None for source in sources) != 1:
         raise click.UsageError("give exactly one of --url, --text, --html, --simhash")
     index = open_index(db, max_distance=max_distance)
+    exclude = None
     if simhash_hex is not None:
         try:
-            fingerprint = from_hex(simhash_hex)
+            signature = Signature(from_hex(simhash_hex), None)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--simhash") from None
     elif url is not None:
-        fingerprint = stored_fingerprint(index, url)
+        exclude = find_page(index, url)
+        page_fingerprint(exclude)  # a one-line error when it has none
+        signature = exclude.signature  # type: ignore[assignment]
     else:
         path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
-        fingerprint = fingerprint_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
-    matches = [m for m in index.query(fingerprint) if m.key != url]  # a page is not near itself
-    formats.write_matches(matches, _format(fmt), sys.stdout)
+        signature = signature_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
+    formats.write_matches(evidence.near(index, signature, exclude=exclude), _format(fmt), sys.stdout)
 
 
-def stored_fingerprint(index: Index, url: str) -> int:
-    """The fingerprint of a stored page; a one-line error when there is none."""
-    match = index.get(url)
-    shown = formats.visible(url)
-    if match is None:
-        raise click.ClickException(f"{shown} is not a page stored in the database (dropped pages are not)")
-    if match.fingerprint is None:
-        raise click.ClickException(f"{shown} is stored without a simhash (its text is short: exact matches only)")
-    return match.fingerprint
+def find_page(index: Index, url: str) -> evidence.Found:
+    """A page stored or dropped under this URL; a one-line error when neither."""
+    found = evidence.find(index, url)
+    if found.status == "unknown":
+        raise click.ClickException(
+            f"{formats.visible(url)} is neither stored nor logged as a duplicate in the database"
+        )
+    return found
+
+
+def page_fingerprint(found: evidence.Found | Signature) -> int:
+    """The fingerprint of a file, or of a page stored or dropped; a one-line error when it has none."""
+    if isinstance(found, Signature):
+        assert found.simhash is not None  # signature_of makes one from a fingerprint
+        return found.simhash
+    if found.fingerprint is None:
+        raise click.ClickException(
+            f"{formats.visible(found.key)} has no simhash in the index (its text is short: exact matches only)"
+        )
+    return found.fingerprint
+
+
+def signature_of(fingerprinter: Fingerprinter, text: str, name: str) -> Signature:
+    """A file's fingerprint with its sketch, for distances and similarities."""
+    fingerprint = fingerprint_of(fingerprinter, text, name)
+    signature = fingerprinter.signature(text)
+    return Signature(fingerprint, None, None if signature is None else signature.sketch)
 
 
 @cli.command()
@@ -303,10 +338,13 @@ def fingerprint(fmt: str | None, files: tuple[str, ...], word_weights: str | Non
 @click.argument("b")
 @word_weights_option
 def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) -> None:
-    """The distance between two files or two stored URLs.
+    """The distance and similarity of two files or two URLs in the index.
 
-    A and B are text or HTML files (- for stdin) or URLs of pages stored in
-    the database (with ://); prints their simhashes and Hamming distance.
+    A and B are text or HTML files (- for stdin) or URLs of pages stored or
+    dropped in the database (with ://); prints their simhashes, Hamming
+    distance and the similarity of their sketches (empty when one has none:
+    a dropped page's sketch is not kept, only its logged similarity to the
+    page it duplicated).
     """
     if a == b == "-":
         raise click.UsageError("only one of A and B can be - (stdin)")
@@ -316,26 +354,26 @@ def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) 
             raise click.BadParameter(f"{formats.visible(value)!r} is neither a file nor a URL", param_hint=name)
     index = None if all(files.values()) else open_index(db)
     fingerprinter = fingerprinter_for(None if index is None else index.scheme, word_weights)
-    fingerprints = [
-        fingerprint_of(fingerprinter, read_page(value), value)
+    pages: list[Any] = [
+        signature_of(fingerprinter, read_page(value), value)
         if index is None or files[value]
-        else stored_fingerprint(index, value)
+        else find_page(index, value)
         for value in (a, b)
     ]
-    row: dict[str, object] = {
-        "a": a,
-        "a_simhash": to_hex(fingerprints[0]),
-        "b": b,
-        "b_simhash": to_hex(fingerprints[1]),
-    }
+    fingerprints = [page_fingerprint(page) for page in pages]
+    row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
-    formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric={"distance"})
+    row["similarity"] = formats.score(evidence.similarity_between(*pages))
+    formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric={"distance", "similarity"})
 
 
 @cli.command("import")
 @db_option
 @click.argument("file", type=FILE_OR_STDIN)
 @click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
+@click.option(
+    "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
+)
 @format_option()
 @click.option(
     "--max-distance",
@@ -364,6 +402,7 @@ def import_(
     db: str,
     file: str,
     dry_run: bool,
+    keep_texts: bool,
     fmt: str | None,
     max_distance: int,
     workers: int | None,
@@ -397,6 +436,7 @@ def import_(
             block_assignment=block_assignment,
             scheme=fingerprinter.scheme,
         )
+        target.keep_texts = target.keep_texts or keep_texts
     counts: Counter[str] = Counter()
     decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
     if dry_run:
@@ -433,6 +473,8 @@ def _import_pages(
             yield {"url": line.url, "outcome": "skipped"}
             continue
         match = target.check_and_add(line.url, page.signature)
+        if not dry_run and page.text is not None:
+            target.store_texts([(line.url, page.text)])
         counts["dropped" if match is not None else "kept"] += 1
         yield {"url": line.url, "outcome": "kept"} if match is None else formats.dropped_row(line.url, match)
 
@@ -443,3 +485,7 @@ def open_existing(db: str, max_distance: int) -> Index | None:
         return open_index(db, max_distance=max_distance)
     except IndexNotFoundError:
         return None
+
+
+# Commands in modules of their own register themselves on `cli` when imported.
+from . import explaining, html_report, lifecycle  # noqa: E402, F401

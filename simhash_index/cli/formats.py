@@ -266,21 +266,36 @@ def write_records(cells: Sequence[Sequence[str]], columns: Sequence[str], out: T
 
 # -- the reports ------------------------------------------------------------------
 
-DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "exact", "seen_at")
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "seen_at")
+
+
+def score(similarity: float | None) -> float | None:
+    """A similarity estimate as shown: three decimals (the sketch's precision is about 0.02)."""
+    return None if similarity is None else round(similarity, 3)
 
 
 def write_duplicates(duplicates: Iterable[Duplicate], fmt: str, out: TextIO) -> None:
     rows = (
-        {"url": d.key, "duplicate_of": d.duplicate_of, "distance": d.distance, "exact": d.exact, "seen_at": d.seen_at}
+        {
+            "url": d.key,
+            "duplicate_of": d.duplicate_of,
+            "distance": d.distance,
+            "similarity": score(d.similarity),
+            "exact": d.exact,
+            "seen_at": d.seen_at,
+        }
         for d in duplicates
     )
-    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance"})
+    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 
 def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:
-    """Stored pages near a query: url, simhash (16 hex digits), distance."""
-    rows = ({"url": m.key, "simhash": _hex(m.fingerprint), "distance": m.distance} for m in matches)
-    write_rows(rows, ("url", "simhash", "distance"), fmt, out, numeric={"distance"})
+    """Stored pages near a query: url, simhash (16 hex digits), distance, similarity (of the sketches)."""
+    rows = (
+        {"url": m.key, "simhash": _hex(m.fingerprint), "distance": m.distance, "similarity": score(m.similarity)}
+        for m in matches
+    )
+    write_rows(rows, ("url", "simhash", "distance", "similarity"), fmt, out, numeric={"distance", "similarity"})
 
 
 DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity")
@@ -351,6 +366,12 @@ def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
             "exact_duplicates": stats.exact_duplicates,
             "near_duplicates": stats.near_duplicates,
         }
+        if stats.texts.texts:
+            summary |= {
+                "texts_kept": stats.texts.texts,
+                "text_bytes": stats.texts.compressed_bytes,
+                "text_bytes_per_page": round(stats.texts.bytes_per_page),
+            }
         index: dict[str, str | None] = {
             "backend": stats.description.backend,
             "schema_version": stats.description.schema_version,
@@ -368,6 +389,11 @@ def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:
         ("exact", stats.exact_duplicates),
         ("near", stats.near_duplicates),
     ]
+    if stats.texts.texts:
+        summary_rows += [
+            ("texts kept", stats.texts.texts),
+            ("bytes per text", round(stats.texts.bytes_per_page)),
+        ]
     write_table(summary_rows, ("name", "count"), out, numeric={"count"}, show_header=False)
     widest = max(stats.distances.values(), default=0)
     for row in distances:

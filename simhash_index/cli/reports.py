@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -17,6 +17,7 @@ from ..fingerprinting.fingerprinter import Signature
 from ..index.base import Cluster, Description, Index
 from ..index.memory import MemoryIndex
 from ..index.records import DEFAULT_POLICY, Duplicate, Match, Policy
+from ..index.texts import TextSizes
 
 
 def host_of(url: str) -> str | None:
@@ -103,6 +104,7 @@ class Stats:
     top_hosts: list[tuple[str | None, int]]  # (host, duplicates), most first
     scheme: str
     description: Description
+    texts: TextSizes = field(default_factory=lambda: TextSizes(0, 0))  # texts kept (keep_texts), compressed
 
     @property
     def near_duplicates(self) -> int:
@@ -120,7 +122,16 @@ def stats(index: Index, *, top: int = 10) -> Stats:
         hosts[host_of(duplicate.key)] += 1
     histogram = {d: by_distance[d] for d in range(max(by_distance, default=-1) + 1)}
     ranked = sorted(hosts.items(), key=lambda item: (-item[1], item[0] is None, item[0] or ""))
-    return Stats(len(index), sum(by_distance.values()), exact, histogram, ranked[:top], index.scheme, index.describe())
+    return Stats(
+        len(index),
+        sum(by_distance.values()),
+        exact,
+        histogram,
+        ranked[:top],
+        index.scheme,
+        index.describe(),
+        index.text_sizes(),
+    )
 
 
 # -- the duplicates log -----------------------------------------------------------
@@ -139,13 +150,26 @@ def duplicates(
     host: only pages on this host or its subdomains (and port, when it has one; see
     HostFilter). since: only pages dropped at or after this moment (naive means UTC).
     """
-    rows: Iterator[Duplicate] = index.logged(since=since)
+    rows = duplicates_among(index.logged(since=since), host=host, max_distance=max_distance)
+    yield from itertools.islice(rows, limit)
+
+
+def duplicates_among(
+    rows: Iterable[Duplicate],
+    *,
+    host: str | HostFilter | None = None,
+    since: datetime | None = None,
+    max_distance: int | None = None,
+) -> Iterator[Duplicate]:
+    """The duplicates of `rows` that pass the filters of `duplicates`."""
+    if since is not None:
+        rows = (row for row in rows if row.seen_at >= since)
     if max_distance is not None:
         rows = (row for row in rows if row.distance <= max_distance)
     if host is not None:
         wanted = host if isinstance(host, HostFilter) else HostFilter.parse(host)
         rows = (row for row in rows if wanted.matches(row.key))
-    yield from itertools.islice(rows, limit)
+    yield from rows
 
 
 def clusters(index: Index, *, limit: int | None = None) -> Iterator[Cluster]:

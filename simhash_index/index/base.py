@@ -16,6 +16,7 @@ from types import TracebackType
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import Signature
+from . import texts
 from .records import Duplicate, Fingerprint, Match, Policy, StoredPage, as_signature, as_u64, as_utc, check_key
 
 Page = tuple[str, Signature]
@@ -27,6 +28,17 @@ class Cluster:
 
     key: str
     duplicates: tuple[Duplicate, ...]
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What forget, prune or reset removed: stored pages, and duplicates logged."""
+
+    pages: int = 0
+    duplicates: int = 0
+
+    def __add__(self, other: Forgotten) -> Forgotten:
+        return Forgotten(self.pages + other.pages, self.duplicates + other.duplicates)
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,7 @@ class Index(ABC):
     url: str  # as it may be shown: credentials hidden
     scheme: str  # the fingerprint settings the stored fingerprints were made with
     policy: Policy
+    keep_texts: bool = False  # store_texts keeps pages' texts (open_index(keep_texts=True), ?texts=1)
 
     @property
     def max_distance(self) -> int:
@@ -99,6 +112,45 @@ class Index(ABC):
         """A bulk load: `with index.insertion_session() as s: s.add(key, fp)`, stored in batches."""
         return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
 
+    # -- texts (index/texts.py) -------------------------------------------------------
+
+    def store_texts(self, pages: Iterable[tuple[str, str]]) -> int:
+        """Keep the (key, text) pages' texts, compressed, when the index keeps texts
+        (`keep_texts`); a key's text replaces the one kept before. Returns how many were kept."""
+        if not self.keep_texts:
+            return 0
+        packed = [(check_key(key), texts.pack(text)) for key, text in pages]
+        if packed:
+            self._store_texts(packed)
+        return len(packed)
+
+    def text(self, key: str) -> str | None:
+        """The text kept for this key, or None."""
+        found = self._texts([check_key(key)]).get(key)
+        return None if found is None else texts.unpack(found)
+
+    def text_sizes(self) -> texts.TextSizes:
+        """How many texts are kept, and their compressed size."""
+        return self._text_sizes()
+
+    # -- forgetting (docs/forgetting.md) ---------------------------------------------
+
+    def forget(self, keys: Iterable[str]) -> Forgotten:
+        """Remove the pages stored under these keys, and the duplicates logged against them
+        (a page dropped as a copy of a forgotten one is checked anew when it comes back);
+        a key logged as a duplicate leaves the log."""
+        return self._forget(list(dict.fromkeys(check_key(key) for key in keys)))
+
+    def prune(self, *, before: datetime) -> Forgotten:
+        """Forget every page stored before `before` (naive means UTC), with the duplicates
+        logged against them, and every duplicate logged before it. Runs in short
+        transactions of a bounded number of rows: a crawl can go on meanwhile."""
+        return self._prune(as_utc(before))
+
+    def reset(self) -> Forgotten:
+        """Empty the index: every page and every logged duplicate (its settings stay)."""
+        return self._reset()
+
     # -- reading ---------------------------------------------------------------------
 
     def query(self, fingerprint: int) -> list[Match]:
@@ -108,6 +160,10 @@ class Index(ABC):
     def get(self, key: str) -> Match | None:
         """The stored page with this key, as a Match at distance 0, or None."""
         return self._get(check_key(key))
+
+    def page(self, key: str) -> StoredPage | None:
+        """The stored page with this key, with its signature, age rank and time stored; or None."""
+        return self._page(check_key(key))
 
     def duplicate(self, key: str) -> Duplicate | None:
         """The page logged as a duplicate under this key, or None."""
@@ -162,6 +218,27 @@ class Index(ABC):
 
     @abstractmethod
     def _get(self, key: str) -> Match | None: ...
+
+    @abstractmethod
+    def _page(self, key: str) -> StoredPage | None: ...
+
+    @abstractmethod
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None: ...
+
+    @abstractmethod
+    def _texts(self, keys: list[str]) -> dict[str, bytes]: ...
+
+    @abstractmethod
+    def _text_sizes(self) -> texts.TextSizes: ...
+
+    @abstractmethod
+    def _forget(self, keys: list[str]) -> Forgotten: ...
+
+    @abstractmethod
+    def _prune(self, before: datetime) -> Forgotten: ...
+
+    @abstractmethod
+    def _reset(self) -> Forgotten: ...
 
     @abstractmethod
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]: ...

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from sqlalchemy.engine import URL
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import DEFAULT
 from .base import Index
-from .records import Policy
+from .records import Policy, as_window
 
 MEMORY = "memory://"
 REDIS = ("redis://", "rediss://")
@@ -28,6 +30,8 @@ def open_index(
     read_only: bool = False,
     connect_timeout: float = defaults.CONNECT_TIMEOUT_S,
     statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
+    window: timedelta | str | float | None = None,
+    keep_texts: bool = False,
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -40,8 +44,50 @@ def open_index(
     read_only: open an existing index without writing anything to it, ever (reports).
     connect_timeout, statement_timeout: seconds a connection and a call may take before they
     fail with IndexUnavailableError, even when the server hangs.
+    window: a page is a duplicate only of pages stored within this time before it (a
+    timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/forgetting.md.
+    keep_texts: keep each page's text, compressed, when given to Index.store_texts (or
+    `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
     """
-    policy = Policy(max_distance, min_similarity)
+    url, texts_in_url = _option_in_url(url, "texts")
+    if texts_in_url is not None and texts_in_url not in ("0", "1", "true", "false"):
+        raise ValueError(f"?texts= must be 1 or 0; got {texts_in_url!r}")
+    index = _open(
+        url,
+        max_distance,
+        min_similarity,
+        scheme,
+        create,
+        layout,
+        block_assignment,
+        prefix,
+        read_only,
+        connect_timeout,
+        statement_timeout,
+        window,
+    )
+    index.keep_texts = keep_texts or texts_in_url in ("1", "true")
+    return index
+
+
+def _open(
+    url: str | URL,
+    max_distance: int,
+    min_similarity: float,
+    scheme: str | None,
+    create: bool,
+    layout: str | None,
+    block_assignment: str | None,
+    prefix: str | None,
+    read_only: bool,
+    connect_timeout: float,
+    statement_timeout: float,
+    window: timedelta | str | float | None,
+) -> Index:
+    url, in_url = _option_in_url(url, "window")
+    if in_url is not None and window is not None and as_window(window) != as_window(in_url):
+        raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
+    policy = Policy(max_distance, min_similarity, as_window(window if window is not None else in_url))
     if read_only:
         create = False
     if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
@@ -76,6 +122,26 @@ def open_index(
         chosen = Layout(layout or defaults.LAYOUT, block_assignment or defaults.BLOCK_ASSIGNMENT)  # type: ignore[arg-type]
     access = Access(read_only, connect_timeout, statement_timeout)
     return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen, access=access)
+
+
+def _option_in_url(url: str | URL, name: str) -> tuple[str | URL, str | None]:
+    """`?window=30d` or `?texts=1` in the URL: ours, taken out of what the backend sees."""
+    if isinstance(url, URL):
+        given = url.query.get(name)
+        if given is None:
+            return url, None
+        if not isinstance(given, str):
+            raise ValueError(f"give ?{name}= once in the URL")
+        return url.difference_update_query([name]), given
+    base, mark, tail = url.partition("?")
+    query = parse_qsl(tail, keep_blank_values=True)
+    found = [value for option, value in query if option == name]
+    if not mark or not found:
+        return url, None
+    if len(found) > 1:
+        raise ValueError(f"give ?{name}= once in the URL")
+    rest = urlencode([(option, value) for option, value in query if option != name])
+    return base + ("?" + rest if rest else ""), found[0]
 
 
 def SimhashIndex(url: str | URL = defaults.DATABASE_URL, **options: Any) -> Index:  # noqa: N802 - the name users know

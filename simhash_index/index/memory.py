@@ -16,8 +16,9 @@ from datetime import datetime
 from ..fingerprinting.fingerprinter import DEFAULT, Signature
 from ..fingerprinting.simhash import blocks
 from . import rule
-from .base import Description, Index, Page
+from .base import Description, Forgotten, Index, Page
 from .records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
+from .texts import TextSizes
 
 SCHEMA_VERSION = "1"
 _COPIED = 1 << 62  # copied pages rank before any page stored here
@@ -45,6 +46,7 @@ class MemoryIndex(Index):
         self._by_block: list[dict[int, set[str]]] = [defaultdict(set) for _ in range(4)]
         self._log: dict[str, _Logged] = {}
         self._log_order = itertools.count(1)
+        self._kept_texts: dict[str, bytes] = {}
 
     def __len__(self) -> int:
         return len(self._pages)
@@ -108,6 +110,7 @@ class MemoryIndex(Index):
                     same_text=same_text,
                     nearby=self._candidates(signature),
                     policy=self.policy,
+                    moment=moment,
                 )
                 if decision.match is not None:
                     self._log_duplicate(key, signature, decision.match, moment)
@@ -137,6 +140,52 @@ class MemoryIndex(Index):
     def _get(self, key: str) -> Match | None:
         page = self._pages.get(key)
         return None if page is None else Match(key, page.signature.simhash, 0, exact=True)
+
+    def _page(self, key: str) -> StoredPage | None:
+        return self._pages.get(key)
+
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
+        with self._lock:
+            self._kept_texts.update(pages)
+
+    def _texts(self, keys: list[str]) -> dict[str, bytes]:
+        with self._lock:
+            return {key: self._kept_texts[key] for key in keys if key in self._kept_texts}
+
+    def _text_sizes(self) -> TextSizes:
+        with self._lock:
+            return TextSizes(len(self._kept_texts), sum(map(len, self._kept_texts.values())))
+
+    def _forget(self, keys: list[str]) -> Forgotten:
+        with self._lock:
+            doomed = [key for key in keys if key in self._pages]
+            return self._remove(doomed, {key for key in keys if key in self._log}, before=None)
+
+    def _prune(self, before: datetime) -> Forgotten:
+        with self._lock:
+            doomed = [p.key for p in self._pages.values() if p.stored_at is not None and p.stored_at < before]
+            return self._remove(doomed, set(), before=before)
+
+    def _reset(self) -> Forgotten:
+        with self._lock:
+            return self._remove(list(self._pages), set(self._log), before=None)
+
+    def _remove(self, pages: list[str], logged: set[str], *, before: datetime | None) -> Forgotten:
+        gone = set(pages)
+        for key in pages:
+            self._unindex(self._pages.pop(key))
+        doomed = [
+            key
+            for key, entry in self._log.items()
+            if key in logged
+            or entry.duplicate.duplicate_of in gone
+            or (before is not None and entry.duplicate.seen_at < before)
+        ]
+        for key in doomed:
+            del self._log[key]
+        for key in [*pages, *doomed]:
+            self._kept_texts.pop(key, None)
+        return Forgotten(len(pages), len(doomed))
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         with self._lock:

@@ -4,8 +4,9 @@ its arguments get (keys every database can store, fingerprints as plain unsigned
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import SupportsIndex, cast
 
 import xxhash
@@ -62,10 +63,12 @@ class StoredPage:
 @dataclass(frozen=True)
 class Policy:
     """When a page is a near-duplicate: within `max_distance` bits, and (when both pages
-    have sketches) at least `min_similarity` similar."""
+    have sketches) at least `min_similarity` similar; `window`: only of pages stored within
+    this time before the check (None: of any stored page)."""
 
     max_distance: int = defaults.MAX_DISTANCE
     min_similarity: float = defaults.MIN_SIMILARITY
+    window: timedelta | None = None
 
     def __post_init__(self) -> None:
         limit = defaults.MAX_SUPPORTED_DISTANCE
@@ -80,9 +83,43 @@ class Policy:
             )
         if not isinstance(self.min_similarity, (int, float)) or not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be between 0 and 1; got {self.min_similarity!r}")
+        if self.window is not None and (not isinstance(self.window, timedelta) or self.window <= timedelta(0)):
+            raise ValueError(
+                f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
+            )
+
+    def within(self, page: StoredPage, moment: datetime | None) -> bool:
+        """Whether a stored page is in the window at `moment` (pages of this batch always are)."""
+        if self.window is None or moment is None or page.stored_at is None:
+            return True
+        return page.stored_at >= moment - self.window
 
 
 DEFAULT_POLICY = Policy()
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$", re.IGNORECASE)
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_duration(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `45s` or `2w` as a timedelta; ValueError naming the forms otherwise.
+
+    >>> parse_duration("30d"), parse_duration("12H")
+    (datetime.timedelta(days=30), datetime.timedelta(seconds=43200))
+    """
+    found = _DURATION.match(text) if isinstance(text, str) else None
+    if not found:
+        raise ValueError(f"{text!r} is not a duration: give a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w")
+    return timedelta(**{_UNITS[found.group(2).lower()]: int(found.group(1))})
+
+
+def as_window(window: object) -> timedelta | None:
+    """A window given as a timedelta, a duration string ('30d') or seconds; None for none."""
+    if window is None or isinstance(window, timedelta):
+        return window
+    if isinstance(window, (int, float)) and not isinstance(window, bool):
+        return timedelta(seconds=window)
+    return parse_duration(window)  # type: ignore[arg-type]
 
 
 def check_key(key: object) -> str:

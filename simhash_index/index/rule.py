@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.sketch import similarity as sketch_similarity
@@ -76,11 +77,17 @@ def decide(
     same_text: Sequence[StoredPage],
     nearby: Iterable[StoredPage],
     policy: Policy,
+    moment: datetime | None = None,
 ) -> Decision:
     """Decide a page: `own` is the page stored under its key, `same_text` the stored pages
-    with its text hash, `nearby` stored pages that may be within the distance (any superset)."""
+    with its text hash, `nearby` stored pages that may be within the distance (any superset);
+    `moment`: the time of the check, when the policy has a window (pages stored before
+    `moment - window` are not seen)."""
     if own is not None:
         return Decision(None, store=not same_content(own.signature, signature), update=True)
+    if policy.window is not None:
+        same_text = [page for page in same_text if policy.within(page, moment)]
+        nearby = [page for page in nearby if policy.within(page, moment)]
     if same_text:
         first = min(same_text, key=lambda page: page.order)
         stored = first.signature.simhash
@@ -89,17 +96,26 @@ def decide(
         return Decision(Match(first.key, stored, bits, exact=True), store=False, checked=(verdict,))
     checked = []
     for bits, page in near(signature, nearby, policy.max_distance):
-        score = _similarity(signature, page.signature)
-        if score is None:
-            verdict = Verdict(page, bits, None, True, "not comparable")
-        else:
-            accepted = score >= policy.min_similarity
-            verdict = Verdict(page, bits, score, accepted, "similar" if accepted else "below min_similarity")
+        verdict = judge(signature, page, bits, policy)
         checked.append(verdict)
         if verdict.accepted:
-            match = Match(page.key, page.signature.simhash, bits, similarity=score)
+            match = Match(page.key, page.signature.simhash, bits, similarity=verdict.similarity)
             return Decision(match, store=False, checked=tuple(checked))
     return Decision(None, store=True, checked=tuple(checked))
+
+
+def judge(signature: Signature, page: StoredPage, bits: int, policy: Policy) -> Verdict:
+    """The verdict on a stored page `bits` away from the checked one: similar enough, or not."""
+    score = similarity(signature, page.signature)
+    if score is None:
+        return Verdict(page, bits, None, True, "not comparable")
+    accepted = score >= policy.min_similarity
+    return Verdict(page, bits, score, accepted, "similar" if accepted else "below min_similarity")
+
+
+def similarity(a: Signature, b: Signature) -> float | None:
+    """The sketches' estimated Jaccard similarity; None when either has no sketch (or they differ in size)."""
+    return _similarity(a, b)
 
 
 def _similarity(a: Signature, b: Signature) -> float | None:

@@ -8,6 +8,7 @@ opened, and every database call made, off it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import threading
@@ -95,6 +96,7 @@ class SimhashDedupPipeline:
         self._warned: set[str] = set()
         self._stored_at_start = 0
         self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
+        self._texts: collections.deque[tuple[str, str]] = collections.deque()  # SIMHASH_KEEP_TEXTS, to store
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDedupPipeline:
@@ -150,6 +152,8 @@ class SimhashDedupPipeline:
             settings.database_url,
             max_distance=settings.max_distance,
             min_similarity=settings.min_similarity,
+            window=settings.window,
+            keep_texts=settings.keep_texts,
             scheme=self.fingerprinter.scheme,
             layout=settings.layout,
             block_assignment=settings.block_assignment,
@@ -182,11 +186,24 @@ class SimhashDedupPipeline:
         self._threads.stop()
         self._threads = None
 
+    def _store_texts(self, index: Index) -> None:
+        """Store the texts of the pages concluded so far (SIMHASH_KEEP_TEXTS)."""
+        pending = []
+        while self._texts:
+            pending.append(self._texts.popleft())
+        if pending:
+            index.store_texts(pending)
+
     def stop(self) -> None:
         """The blocking half of close_spider."""
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+        if self.index is not None and self._texts:
+            try:
+                self._store_texts(self.index)
+            except SimhashIndexError as exc:
+                logger.warning("simhash: the last pages' texts were not kept: %s", safe(exc, 400))
         if self.pool is not None:
             self.pool.close()
             self.pool = None
@@ -328,6 +345,8 @@ class SimhashDedupPipeline:
         return True
 
     def _conclude(self, item: Any, adapter: ItemAdapter, key: str, page: Page, match: Match | None) -> Any:
+        if self.settings.keep_texts and page.text is not None:
+            self._texts.append((key, page.text))  # stored by the writer thread, with its next batch
         if match is not None:
             self.outcomes.count("dropped", "dropped_exact" if match.exact else None)
             evidence = (
@@ -362,11 +381,16 @@ class SimhashDedupPipeline:
         if outage is not None:
             raise IndexUnavailableError(f"{outage} (waiting for it to answer again)")
         try:
-            return index.check_and_add_many(batch)
+            answers = index.check_and_add_many(batch)
         except IndexUnavailableError as exc:
             self._outage = str(exc)
             threading.Thread(target=self._probe, args=(index,), name="simhash-probe", daemon=True).start()
             raise
+        try:
+            self._store_texts(index)
+        except SimhashIndexError as exc:  # the decisions stand; only these texts are not kept
+            logger.warning("simhash: pages' texts were not kept: %s", safe(exc, 400))
+        return answers
 
     def _probe(self, index: Index) -> None:
         """Ping the index until it answers (or the pipeline stops), then let batches through again."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from scrapy.settings import BaseSettings
@@ -12,6 +13,7 @@ from scrapy.utils.misc import load_object
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import Fingerprinter
+from ..index.records import Policy, as_window
 from ..text.extract import ExtractOptions
 from ..workers import default_size
 
@@ -30,6 +32,8 @@ class PipelineSettings:
     block_assignment: str | None = None
     max_distance: int = defaults.MAX_DISTANCE
     min_similarity: float = defaults.MIN_SIMILARITY
+    window: timedelta | None = None  # a page is a duplicate only of pages stored within it
+    keep_texts: bool = False  # keep each page's text, compressed (explain and report diffs)
     fingerprinter: Fingerprinter = field(default_factory=Fingerprinter)
     html_field: str = "html"
     text_field: str = "text"
@@ -55,6 +59,8 @@ class PipelineSettings:
             block_assignment=read.optional_choice("BLOCK_ASSIGNMENT", ASSIGNMENTS),
             max_distance=read.integer("MAX_DISTANCE", defaults.MAX_DISTANCE, 0, defaults.MAX_SUPPORTED_DISTANCE),
             min_similarity=read.number("MIN_SIMILARITY", defaults.MIN_SIMILARITY, 0.0, 1.0),
+            window=read.window("WINDOW"),
+            keep_texts=read.boolean("KEEP_TEXTS", False),
             fingerprinter=fingerprinter_from(settings),
             html_field=read.text("HTML_FIELD", "html"),
             text_field=read.text("TEXT_FIELD", "text"),
@@ -95,6 +101,17 @@ class _Reader:
         if not isinstance(raw, str):
             raise ValueError(f"SIMHASH_{name} must be a string; got {raw!r}")
         return raw
+
+    def window(self, name: str) -> timedelta | None:
+        raw = self._raw(name, None)
+        if raw in (None, ""):
+            return None
+        try:
+            return Policy(window=as_window(raw)).window
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"SIMHASH_{name} must be a positive duration such as 30d, 12h or 3600 (seconds); got {raw!r}"
+            ) from None
 
     def boolean(self, name: str, default: bool) -> bool:
         try:

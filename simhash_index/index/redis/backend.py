@@ -29,8 +29,9 @@ from ...errors import (
 )
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
-from ..base import Description, Index, Page
+from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
+from ..texts import TextSizes
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches
@@ -205,7 +206,8 @@ class RedisIndex(Index):
         now = _micros(datetime.now(timezone.utc))
         arguments = [argument for key, signature in pages for argument in _page_args(key, signature)]
         with self._talking():
-            found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), *arguments)
+            window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
+            found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), window, *arguments)
         return [_match(answer) for answer in found]
 
     def _add_many(self, pages: Sequence[Page]) -> None:
@@ -231,6 +233,93 @@ class RedisIndex(Index):
         if found is None:
             return None
         return Match(key, int(found[0], 16) if found[0] else None, 0, exact=True)
+
+    def _page(self, key: str) -> StoredPage | None:
+        with self._talking():
+            page_id = self._client.hget(self._key("ids"), key.encode("utf-8"))
+            if page_id is None:
+                return None
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hgetall(self._key(f"doc:{_text(page_id)}"))
+            pipe.get(self._key(f"sketch:{_text(page_id)}"))
+            doc, sketch = pipe.execute()
+        if not doc:  # replaced between the two reads
+            return None
+        return StoredPage(key, _stored_signature(doc, sketch), int(page_id), _moment(doc[b"stored_at"]))
+
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
+        self._writable()
+        with self._talking():
+            for start in range(0, len(pages), PAGES_PER_CALL):
+                chunk = pages[start : start + PAGES_PER_CALL]
+                self._run("texts", *(part for key, body in chunk for part in (key.encode("utf-8"), body)))
+
+    def _texts(self, keys: list[str]) -> dict[str, bytes]:
+        with self._talking():
+            found = self._client.hmget(self._key("texts"), [key.encode("utf-8") for key in keys])
+        return {key: body for key, body in zip(keys, found) if body is not None}
+
+    def _text_sizes(self) -> TextSizes:
+        with self._talking():
+            count = self._client.hlen(self._key("texts"))
+            total = self._client.get(self._key("texts_bytes"))
+        return TextSizes(int(count), int(total or 0))
+
+    def _forget(self, keys: list[str]) -> Forgotten:
+        self._writable()
+        total = Forgotten()
+        for start in range(0, len(keys), PAGES_PER_CALL):
+            chunk = [key.encode("utf-8") for key in keys[start : start + PAGES_PER_CALL]]
+            with self._talking():
+                pages, duplicates = self._run("forget", *chunk)
+            total += Forgotten(int(pages), int(duplicates))
+        return total + self._sweep(None) if total.pages else total
+
+    def _prune(self, before: datetime) -> Forgotten:
+        """HSCAN the stored keys; the script removes those stored before `before`, a batch at a
+        time; then a sweep of the log."""
+        self._writable()
+        pages, cutoff = 0, _micros(before)
+        with self._talking():
+            batch: list[bytes] = []
+            for key in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS):
+                batch.append(key[0])
+                if len(batch) >= STREAM_ROWS:
+                    pages += int(self._run("prune", cutoff, *batch))
+                    batch = []
+            if batch:
+                pages += int(self._run("prune", cutoff, *batch))
+        return Forgotten(pages) + self._sweep(cutoff)
+
+    def _sweep(self, before: int | None) -> Forgotten:
+        """Take out of the log the entries logged before `before` (microseconds) and those
+        against a page no longer stored, STREAM_ROWS log ids a script call."""
+        removed, after = 0, "-inf"
+        while True:
+            with self._talking():
+                ids = self._client.zrangebyscore(self._key("dup_log"), after, "+inf", start=0, num=STREAM_ROWS)
+                if not ids:
+                    return Forgotten(0, removed)
+                removed += int(self._run("sweep", "" if before is None else before, *ids))
+            after = f"({_text(ids[-1])}"
+
+    def _reset(self) -> Forgotten:
+        self._writable()
+        pages, duplicates = len(self), 0
+        with self._talking():
+            duplicates = int(self._client.zcard(self._key("dup_log")))
+            meta = self._key("meta").encode("utf-8")
+            pattern = _glob_escape(self.prefix) + "*"
+            doomed: list[bytes] = []
+            for key in self._client.scan_iter(match=pattern, count=STREAM_ROWS):
+                if key != meta:
+                    doomed.append(key)
+                if len(doomed) >= STREAM_ROWS:
+                    self._client.unlink(*doomed)
+                    doomed = []
+            if doomed:
+                self._client.unlink(*doomed)
+        return Forgotten(pages, duplicates)
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         log, after = self._key("dup_log"), "-inf"
@@ -284,6 +373,11 @@ class RedisIndex(Index):
 
     def close(self) -> None:
         self._client.close()
+
+
+def _glob_escape(text: str) -> str:
+    """A prefix as a SCAN pattern matches it literally."""
+    return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
 def _page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str]:

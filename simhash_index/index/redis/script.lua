@@ -159,10 +159,25 @@ local function log_duplicate(key, fp, match, now)
   if match.similarity ~= '' then redis.call('HSET', entry, 'similarity', match.similarity) end
 end
 
--- The stored page a new page duplicates: the same text first, else the nearest verified candidate.
-local function find_match(fp, th, sketch, exact_only, max_distance, min_similarity)
+-- Whether stored page `id` is in the window: stored at or after `since` (nil: no window).
+local function within(id, since)
+  return not since or tonumber(redis.call('HGET', doc_key(id), 'stored_at')) >= since
+end
+
+-- The oldest page with this text hash in the window (the whole set is read only with a window).
+local function first_with_text(th, since)
+  if not since then return redis.call('ZRANGE', P .. 'text:' .. th, 0, 0)[1] end
+  for _, id in ipairs(redis.call('ZRANGE', P .. 'text:' .. th, 0, -1)) do
+    if within(id, since) then return id end
+  end
+  return nil
+end
+
+-- The stored page a new page duplicates: the same text first, else the nearest verified candidate;
+-- with a window, only pages stored at or after `since` count.
+local function find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
   if th ~= '' then
-    local first = redis.call('ZRANGE', P .. 'text:' .. th, 0, 0)[1]
+    local first = first_with_text(th, since)
     if first then
       local doc = redis.call('HMGET', doc_key(first), 'key', 'fingerprint')
       local d = 0
@@ -172,8 +187,8 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
   end
   if fp == '' or exact_only == '1' then return nil end
   for _, candidate in ipairs(near(fp, max_distance)) do
-    local id, score, accepted = candidate[1], '', true
-    if sketch ~= '' then
+    local id, score, accepted = candidate[1], '', within(candidate[1], since)
+    if accepted and sketch ~= '' then
       local stored = redis.call('GET', P .. 'sketch:' .. id)
       if stored and #stored == #sketch then
         local value = similarity(sketch, stored)
@@ -190,7 +205,7 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
 end
 
 -- Checks one page and stores or logs it; returns false, or its match as the client reads it.
-local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now)
+local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now, since)
   local id = redis.call('HGET', P .. 'ids', key)
   if id then  -- never a duplicate of itself: follow its new content (and its new length)
     local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
@@ -201,7 +216,7 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
     end
     return false
   end
-  local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity)
+  local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
   if not match then
     store(key, fp, th, sketch, exact_only, now)
     return false
@@ -210,18 +225,41 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
   return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
 end
 
+-- Drops the text kept for `key`, if any, and its bytes from the total.
+local function forget_text(key)
+  local size = redis.call('HSTRLEN', P .. 'texts', key)
+  if size > 0 then
+    redis.call('HDEL', P .. 'texts', key)
+    redis.call('DECRBY', P .. 'texts_bytes', size)
+  end
+end
+
+-- Removes the page stored under `key`, if any, with its text; returns 1 when there was one.
+local function forget_page(key)
+  local id = redis.call('HGET', P .. 'ids', key)
+  if not id then return 0 end
+  forget_text(key)
+  unindex(id)
+  redis.call('DEL', doc_key(id), P .. 'sketch:' .. id)
+  redis.call('HDEL', P .. 'ids', key)
+  return 1
+end
+
 if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
   -- never carry on silently on an index that vanished (a server restarted without persistence)
   return redis.error_reply('NOINDEX simhash_index: no index under this prefix any more')
 end
 
 if command == 'check' then
-  -- now, max_distance, min_similarity, then key, fingerprint, text_hash, sketch, exact_only of
-  -- each page: checked in order, a page seeing those before it; one answer a page
+  -- now, max_distance, min_similarity, window (microseconds, '' for none), then key, fingerprint,
+  -- text_hash, sketch, exact_only of each page: checked in order, a page seeing those before it;
+  -- one answer a page
   local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+  local since = nil
+  if ARGV[6] ~= '' then since = tonumber(now) - tonumber(ARGV[6]) end
   local answers = {}
-  for i = 6, #ARGV, 5 do
-    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance, min_similarity, now))
+  for i = 7, #ARGV, 5 do
+    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance, min_similarity, now, since))
   end
   return answers
 elseif command == 'store' then
@@ -243,6 +281,50 @@ elseif command == 'get' then
   local id = redis.call('HGET', P .. 'ids', ARGV[3])
   if not id then return false end
   return {redis.call('HGET', doc_key(id), 'fingerprint') or ''}
+elseif command == 'forget' then
+  -- keys: each stored page and each logged duplicate with one of them removed; returns
+  -- {pages, duplicates} (the duplicates logged against the pages go in a `sweep`)
+  local pages, duplicates = 0, 0
+  for i = 3, #ARGV do
+    pages = pages + forget_page(ARGV[i])
+    if redis.call('HEXISTS', P .. 'dup_ids', ARGV[i]) == 1 then
+      forget_duplicate(ARGV[i])
+      forget_text(ARGV[i])
+      duplicates = duplicates + 1
+    end
+  end
+  return {pages, duplicates}
+elseif command == 'prune' then
+  -- before (microseconds), then keys: the pages among them stored before it are removed
+  local before, pages = tonumber(ARGV[3]), 0
+  for i = 4, #ARGV do
+    local id = redis.call('HGET', P .. 'ids', ARGV[i])
+    if id and tonumber(redis.call('HGET', doc_key(id), 'stored_at')) < before then
+      pages = pages + forget_page(ARGV[i])
+    end
+  end
+  return pages
+elseif command == 'sweep' then
+  -- before (microseconds, or ''), then log ids: each entry logged before it, or against a
+  -- page no longer stored, leaves the log; returns how many left
+  local before, removed = tonumber(ARGV[3]), 0
+  for i = 4, #ARGV do
+    local entry = redis.call('HMGET', P .. 'dup:' .. ARGV[i], 'key', 'duplicate_of_id', 'seen_at')
+    if entry[1] and ((before and tonumber(entry[3]) < before) or redis.call('EXISTS', doc_key(entry[2])) == 0) then
+      forget_duplicate(entry[1])
+      forget_text(entry[1])
+      removed = removed + 1
+    end
+  end
+  return removed
+elseif command == 'texts' then
+  -- key, compressed text of each page: kept (replacing the key's text), the total bytes counted
+  for i = 3, #ARGV, 2 do
+    local old = redis.call('HSTRLEN', P .. 'texts', ARGV[i])
+    redis.call('HSET', P .. 'texts', ARGV[i], ARGV[i + 1])
+    redis.call('INCRBY', P .. 'texts_bytes', #ARGV[i + 1] - old)
+  end
+  return (#ARGV - 2) / 2
 elseif command == 'open' then
   -- schema_version, scheme, create: records what is missing when asked to; returns what is recorded
   if ARGV[5] == '1' then

@@ -21,7 +21,7 @@ from ... import defaults, urls
 from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
-from ..base import Cluster, Description, Index, Page
+from ..base import Cluster, Description, Forgotten, Index, Page
 from ..records import (
     DEFAULT_POLICY,
     Duplicate,
@@ -34,7 +34,9 @@ from ..records import (
     to_signed,
     to_unsigned,
 )
-from . import batch
+from ..texts import TextSizes
+from . import batch, forgetting
+from . import texts as kept_texts
 from .bulk import SqlInsertionSession
 from .engine import (
     DEFAULT_ACCESS,
@@ -224,6 +226,42 @@ class SqlIndex(Index):
                     conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
                 )
 
+    def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
+        self._writable()
+        with self.transaction() as conn:
+            kept_texts.store(conn, pages)
+
+    def _texts(self, keys: list[str]) -> dict[str, bytes]:
+        with self.transaction(write=False) as conn:
+            return kept_texts.read(conn, keys)
+
+    def _text_sizes(self) -> TextSizes:
+        with self.transaction(write=False) as conn:
+            return kept_texts.sizes(conn)
+
+    def _forget(self, keys: list[str]) -> Forgotten:
+        self._writable()
+        return self._without_orphan_texts(forgetting.forget(self.transaction, keys))
+
+    def _prune(self, before: datetime) -> Forgotten:
+        self._writable()
+        return self._without_orphan_texts(forgetting.prune(self.transaction, db_time(self.dialect, before)))
+
+    def _reset(self) -> Forgotten:
+        self._writable()
+        with self.transaction() as conn:
+            return self._without_orphan_texts(forgetting.reset(conn), conn)
+
+    def _without_orphan_texts(self, forgotten: Forgotten, conn: Connection | None = None) -> Forgotten:
+        """The texts of the pages forgotten go with them."""
+        if forgotten.pages or forgotten.duplicates:
+            if conn is not None:
+                kept_texts.drop_orphans(conn)
+            else:
+                with self.transaction() as fresh:
+                    kept_texts.drop_orphans(fresh)
+        return forgotten
+
     def _query(self, fingerprint: int) -> list[Match]:
         with self._single_read() as conn:
             pages = self._near(conn, fingerprint)
@@ -249,12 +287,15 @@ class SqlIndex(Index):
         ]
 
     def _get(self, key: str) -> Match | None:
+        page = self._page(key)
+        return None if page is None else Match(key, page.signature.simhash, 0, exact=True)
+
+    def _page(self, key: str) -> StoredPage | None:
         with self._single_read() as conn:
             rows = fetch(conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)]))
         for row in rows:
             if row[1] == key:
-                page = row_page(row, self.dialect)
-                return Match(key, page.signature.simhash, 0, exact=True)
+                return row_page(row, self.dialect)
         return None
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:

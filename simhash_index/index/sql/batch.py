@@ -59,6 +59,7 @@ def check_and_add_many(
             same_text=stored.same_text(signature.text_hash),
             nearby=stored.nearby(position, signature),
             policy=policy,
+            moment=moment,
         )
         if decision.match is not None:
             logged[key] = (signature, decision.match)

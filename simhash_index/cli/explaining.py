@@ -1,0 +1,140 @@
+"""`simhash-index explain URL`: why a page was kept or dropped, as text or JSON."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+import click
+
+from .. import defaults
+from ..index import explain as evidence
+from ..index import texts
+from ..index.base import Index
+from ..index.factory import open_index as open_backend
+from . import formats
+from .commands import _format, cli, db_option, format_option
+
+
+def text_diff(index: Index, a: str, b: str) -> str | None:
+    """The word-level diff from page `b`'s kept text to page `a`'s, when both are kept and differ."""
+    first, second = index.text(b), index.text(a)
+    if first is None or second is None:
+        return None
+    found = texts.word_diff(first, second)
+    return None if all(p.kind == "same" for p in found) else texts.diff_text(found)
+
+
+def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[str, Any]:
+    """An explanation as JSON: the decision, the thresholds, the evidence and the reasons;
+    `diff`s when the index keeps both pages' texts."""
+    found, duplicate = explanation.found, explanation.found.duplicate
+    obj: dict[str, Any] = {
+        "url": found.key,
+        "decision": found.status,
+        "simhash": _hex(found.fingerprint),
+        "max_distance": explanation.max_distance,
+        "min_similarity": explanation.min_similarity,
+    }
+    if duplicate is not None:
+        obj |= {
+            "rule": "exact" if duplicate.exact else "near",
+            "duplicate_of": duplicate.duplicate_of,
+            "distance": duplicate.distance,
+            "similarity": formats.score(duplicate.similarity),
+            "seen_at": duplicate.seen_at,
+            "diff": text_diff(index, found.key, duplicate.duplicate_of),
+        }
+    if found.page is not None:
+        obj |= {
+            "stored_at": explanation.stored_at,
+            "short_text": explanation.short_text,
+            "candidates": [
+                {
+                    "url": c.key,
+                    "simhash": _hex(c.fingerprint),
+                    "distance": c.distance,
+                    "similarity": formats.score(c.similarity),
+                    "duplicate": c.accepted,
+                    "reason": c.reason,
+                    "diff": text_diff(index, found.key, c.key),
+                }
+                for c in explanation.candidates
+            ],
+        }
+    return obj | {"reasons": explanation.reasons()}
+
+
+def write_text(obj: dict[str, Any], out: TextIO) -> None:
+    """The explanation as `name  value` lines, then its reasons and candidates."""
+    fields = [(name, value) for name, value in obj.items() if name not in ("candidates", "reasons", "diff")]
+    formats.write_records([[formats.table_cell(value) for _, value in fields]], [name for name, _ in fields], out)
+    out.write("\n")
+    out.writelines(formats.visible(line) + "\n" for line in obj["reasons"][:1])
+    if obj.get("diff"):
+        out.write("\nwords changed from the page it duplicated ([-removed-] {+added+}):\n")
+        out.write(formats.visible(obj["diff"]) + "\n")
+    candidates = obj.get("candidates") or []
+    if candidates:
+        out.write("\n")
+        columns = ("url", "simhash", "distance", "similarity", "reason")
+        formats.write_rows(candidates, columns, "table", out, numeric={"distance", "similarity"})
+        for candidate in candidates:
+            if candidate.get("diff"):
+                out.write(f"\nwords changed from {formats.visible(candidate['url'])}:\n")
+                out.write(formats.visible(candidate["diff"]) + "\n")
+
+
+def _hex(value: int | None) -> str | None:
+    return None if value is None else f"{value:016x}"
+
+
+@cli.command()
+@db_option
+@format_option(("text", "json"), piped="json")
+@click.argument("url")
+@click.option(
+    "--max-distance",
+    default=defaults.MAX_DISTANCE,
+    show_default=True,
+    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
+    help="The distance the crawl decided with (SIMHASH_MAX_DISTANCE).",
+)
+@click.option(
+    "--min-similarity",
+    default=defaults.MIN_SIMILARITY,
+    show_default=True,
+    type=click.FloatRange(0.0, 1.0),
+    help="The similarity the crawl decided with (SIMHASH_MIN_SIMILARITY).",
+)
+@click.option("--window", help="The window the crawl decided with (SIMHASH_WINDOW), e.g. 30d.")
+def explain(db: str, fmt: str | None, url: str, max_distance: int, min_similarity: float, window: str | None) -> None:
+    """Why a page was kept or dropped.
+
+    A dropped page: the page it duplicated, the rule (exact text, or near and
+    verified by similarity), its distance and similarity. A kept page: each
+    older stored page within --max-distance and why it was not a duplicate
+    (similarity below --min-similarity, or stored longer than --window before
+    it), or that its text is too short for a near match. Read from the index
+    as it is now.
+    """
+    opened = open_backend(
+        db,
+        create=False,
+        read_only=True,
+        scheme=None,
+        max_distance=max_distance,
+        min_similarity=min_similarity,
+        window=window,
+    )
+    index = click.get_current_context().with_resource(opened)
+    explanation = evidence.explain(index, url)
+    if explanation.found.status == "unknown":
+        raise click.ClickException(
+            f"{formats.visible(url)} is neither stored nor logged as a duplicate in the database"
+        )
+    obj = explanation_object(explanation, index)
+    if _format(fmt, "json") == "json":
+        formats.write_json(obj, sys.stdout)
+    else:
+        write_text(obj, sys.stdout)

@@ -1,0 +1,81 @@
+"""Commands that make an index forget: `forget`, `prune` and `reset` (docs/forgetting.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import click
+
+from ..index.base import Forgotten, Index
+from ..index.factory import open_index as open_backend
+from ..index.records import parse_duration
+from .commands import cli, db_option
+from .inputs import IsoDateTime
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc))
+
+
+def open_to_write(db: str) -> Index:
+    """An existing index, opened to write; closed when the command ends."""
+    return click.get_current_context().with_resource(open_backend(db, create=False, scheme=None))
+
+
+def said(forgotten: Forgotten) -> str:
+    return f"forgot {forgotten.pages} pages stored and {forgotten.duplicates} duplicates logged"
+
+
+@cli.command()
+@db_option
+@click.argument("urls", nargs=-1, required=True)
+def forget(db: str, urls: tuple[str, ...]) -> None:
+    """Forget pages: stored ones, and the duplicates logged against them.
+
+    A URL logged as a duplicate leaves the log. A page dropped as a copy of a
+    forgotten one is checked anew when it comes back (docs/forgetting.md).
+    """
+    click.echo(said(open_to_write(db).forget(urls)))
+
+
+@cli.command()
+@db_option
+@click.option(
+    "--older-than", "older_than", type=Duration(), help="Forget pages stored longer ago than this (30d, 12h)."
+)
+@click.option("--before", type=IsoDateTime(), help="Forget pages stored before this ISO date or datetime (UTC).")
+def prune(db: str, older_than: timedelta | None, before: datetime | None) -> None:
+    """Forget the pages stored before a moment, and the duplicates logged
+    against them or before it.
+
+    Give --older-than or --before. Deletes in short transactions, so a crawl
+    writing to the index can go on meanwhile.
+    """
+    if (older_than is None) == (before is None):
+        raise click.UsageError("give one of --older-than and --before")
+    cutoff = before if before is not None else datetime.now(timezone.utc) - older_than  # type: ignore[operator]
+    click.echo(said(open_to_write(db).prune(before=cutoff)))
+
+
+@cli.command()
+@db_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def reset(db: str, yes: bool) -> None:
+    """Empty an index: every page stored and every duplicate logged.
+
+    Asks for confirmation first, naming the index and what it holds (--yes
+    does not ask). The index's settings stay.
+    """
+    index = open_to_write(db)
+    if not yes:
+        click.confirm(f"Empty {index.url}, which stores {len(index)} pages?", abort=True, err=True)
+    click.echo(said(index.reset()))

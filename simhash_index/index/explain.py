@@ -1,0 +1,163 @@
+"""Why a page was kept or dropped, and how near it is to others: the evidence, read back.
+
+Every backend answers through the Index interface: a dropped page's logged evidence
+(Index.duplicate), a stored page's signature (Index.page) and the stored pages near it
+(Index.neighbourhood), judged by the rule's own code (rule.judge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..fingerprinting.fingerprinter import Signature
+from . import rule
+from .base import Index
+from .records import Duplicate, Match, StoredPage
+
+
+@dataclass(frozen=True)
+class Found:
+    """A key as the index knows it: a stored page, a logged duplicate, or neither."""
+
+    key: str
+    page: StoredPage | None = None
+    duplicate: Duplicate | None = None
+
+    @property
+    def status(self) -> str:
+        return "kept" if self.page is not None else "dropped" if self.duplicate is not None else "unknown"
+
+    @property
+    def fingerprint(self) -> int | None:
+        if self.page is not None:
+            return self.page.signature.simhash
+        return None if self.duplicate is None else self.duplicate.fingerprint
+
+    @property
+    def signature(self) -> Signature | None:
+        """What the index keeps of the page's signature: a dropped page's fingerprint only."""
+        if self.page is not None:
+            stored = self.page.signature
+            return Signature(stored.simhash, stored.text_hash, stored.sketch)  # near-matchable, for a query
+        if self.duplicate is not None and self.duplicate.fingerprint is not None:
+            return Signature(self.duplicate.fingerprint, None)
+        return None
+
+
+def find(index: Index, key: str) -> Found:
+    """The stored page with this key, else the duplicate logged under it, else neither."""
+    page = index.page(key)
+    if page is not None:
+        return Found(key, page=page)
+    return Found(key, duplicate=index.duplicate(key))
+
+
+def similarity_between(a: Found | Signature, b: Found | Signature) -> float | None:
+    """The estimated similarity of two pages: from their sketches, else from the log when one
+    was dropped as a duplicate of the other (a dropped page's sketch is not kept)."""
+    for one, other in ((a, b), (b, a)):
+        logged = isinstance(one, Found) and one.duplicate is not None and isinstance(other, Found)
+        if logged and other.page is not None and one.duplicate.duplicate_of == other.key:  # type: ignore[union-attr]
+            return one.duplicate.similarity  # type: ignore[union-attr]
+    first = a.signature if isinstance(a, Found) else a
+    second = b.signature if isinstance(b, Found) else b
+    return None if first is None or second is None else rule.similarity(first, second)
+
+
+def near(index: Index, signature: Signature, *, exclude: Found | None = None) -> list[Match]:
+    """The stored pages within the index's max_distance of a signature, nearest then oldest
+    first, each with its similarity (None without both sketches); `exclude`: the page asked
+    about, left out, whose logged similarity to the page it duplicated is used."""
+    assert signature.simhash is not None
+    plain = Signature(signature.simhash, signature.text_hash, signature.sketch)
+    pages = index.neighbourhood(exclude.key if exclude is not None else "", plain)
+    found = []
+    for bits, page in rule.near(plain, pages, index.max_distance):
+        if exclude is not None and page.key == exclude.key:
+            continue
+        score = rule.similarity(plain, page.signature)
+        if exclude is not None and exclude.duplicate is not None and exclude.duplicate.duplicate_of == page.key:
+            score = exclude.duplicate.similarity
+        found.append(Match(page.key, page.signature.simhash, bits, similarity=score))
+    return found
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A stored page a kept page was checked against, and why it was not its duplicate."""
+
+    key: str
+    fingerprint: int | None
+    distance: int
+    similarity: float | None
+    accepted: bool
+    reason: str  # "below min_similarity", "outside the window", or "similar"/"not comparable" when it would be one now
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The decision on a page and its reasons."""
+
+    found: Found
+    max_distance: int
+    min_similarity: float
+    candidates: tuple[Candidate, ...] = ()  # kept pages: the older stored pages within max_distance
+
+    @property
+    def short_text(self) -> bool:
+        return self.found.page is not None and self.found.page.signature.exact_only
+
+    @property
+    def stored_at(self) -> datetime | None:
+        return None if self.found.page is None else self.found.page.stored_at
+
+    def reasons(self) -> list[str]:
+        """The decision in sentences."""
+        found, duplicate = self.found, self.found.duplicate
+        if duplicate is not None:
+            if duplicate.exact:
+                return [f"dropped: the same normalised text as {duplicate.duplicate_of} (rule: exact)"]
+            shown = "unknown" if duplicate.similarity is None else f"{duplicate.similarity:.3f}"
+            return [
+                f"dropped: {duplicate.distance} bits from {duplicate.duplicate_of} (at most {self.max_distance}), "
+                f"similarity {shown} (at least {self.min_similarity:g}) (rule: near, verified)"
+            ]
+        if found.page is None:
+            return ["neither stored nor logged as a duplicate in this index"]
+        if self.short_text:
+            return [
+                "kept: its text is too short for a near match (exact text only), and no older page has the same text"
+            ]
+        if not self.candidates:
+            return [f"kept: no older stored page within {self.max_distance} bits, and none with the same text"]
+        lines = [f"kept: {len(self.candidates)} older stored page(s) within {self.max_distance} bits, none a duplicate"]
+        for candidate in self.candidates:
+            score = "no sketch" if candidate.similarity is None else f"similarity {candidate.similarity:.3f}"
+            if candidate.reason == "below min_similarity":
+                why = f"{score} < {self.min_similarity:g}"
+            elif candidate.reason == "outside the window":
+                why = f"{score}, but stored more than the window before this page"
+            else:
+                why = f"{score}: would be a duplicate now (stored or changed after this page was checked)"
+            lines.append(f"  {candidate.key}: {candidate.distance} bits, {why}")
+        return lines
+
+
+def explain(index: Index, key: str) -> Explanation:
+    """Why `key` was kept or dropped, as the index holds it now and under its policy."""
+    found = find(index, key)
+    explanation = Explanation(found, index.max_distance, index.min_similarity)
+    page = found.page
+    if page is None or page.signature.exact_only or page.signature.simhash is None:
+        return explanation
+    signature = page.signature
+    older = [p for p in index.neighbourhood(key, signature) if p.order < page.order and p.key != key]
+    candidates = []
+    for bits, stored in rule.near(signature, older, index.max_distance):
+        verdict = rule.judge(signature, stored, bits, index.policy)
+        accepted, reason = verdict.accepted, verdict.reason
+        if not index.policy.within(stored, page.stored_at):  # the window as of the page's check
+            accepted, reason = False, "outside the window"
+        candidates.append(Candidate(stored.key, stored.signature.simhash, bits, verdict.similarity, accepted, reason))
+    return Explanation(found, index.max_distance, index.min_similarity, tuple(candidates))

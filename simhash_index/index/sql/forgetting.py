@@ -1,0 +1,87 @@
+"""Forgetting on SQL: pages by key, pages stored before a moment (in short transactions of
+CHUNK rows, found through the primary key so that no step scans what an earlier one
+deleted), and everything. The duplicates logged against a page go with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from ..base import Forgotten
+from ..records import key_hash
+from .statements import MARKS, fetch
+
+CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
+
+Transaction = Callable[[], AbstractContextManager[Connection]]
+
+
+def _in(conn: Connection, column: str, count: int) -> str:
+    """`column` is one of `count` parameters (one array on PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        return f"{column} = ANY(%s::bigint[])"
+    return f"{column} IN ({', '.join(['?'] * count)})"
+
+
+def _values(conn: Connection, values: Sequence[int]) -> tuple[Any, ...]:
+    return (list(values),) if conn.dialect.name == "postgresql" else tuple(values)
+
+
+def _delete(conn: Connection, table: str, column: str, values: Sequence[int]) -> int:
+    if not values:
+        return 0
+    result = conn.exec_driver_sql(f"DELETE FROM {table} WHERE {_in(conn, column, len(values))}", _values(conn, values))
+    return int(result.rowcount)
+
+
+def remove_pages(conn: Connection, ids: Sequence[int]) -> Forgotten:
+    """Delete these documents rows and the duplicates logged against them."""
+    duplicates = _delete(conn, "simhash_duplicates", "duplicate_of_id", ids)
+    return Forgotten(_delete(conn, "simhash_documents", "id", ids), duplicates)
+
+
+def forget(transaction: Transaction, keys: Sequence[str]) -> Forgotten:
+    """Forget the pages and logged duplicates with these keys, CHUNK keys a transaction."""
+    total = Forgotten()
+    for start in range(0, len(keys), CHUNK):
+        chunk = keys[start : start + CHUNK]
+        wanted = set(chunk)
+        hashes = [key_hash(key) for key in chunk]
+        with transaction() as conn:
+            where = _in(conn, "key_hash", len(hashes))
+            rows = fetch(conn, f"SELECT id, key FROM simhash_documents WHERE {where}", _values(conn, hashes))
+            total += remove_pages(conn, [row_id for row_id, key in rows if key in wanted])
+            logged = fetch(conn, f"SELECT id, key FROM simhash_duplicates WHERE {where}", _values(conn, hashes))
+            total += Forgotten(0, _delete(conn, "simhash_duplicates", "id", [i for i, key in logged if key in wanted]))
+    return total
+
+
+def prune(transaction: Transaction, before: object) -> Forgotten:
+    """Forget the pages stored before `before` (as the column stores it), then the
+    duplicates logged before it; oldest rows first, CHUNK rows a transaction."""
+    total = Forgotten()
+    for table, column in (("simhash_documents", "stored_at"), ("simhash_duplicates", "seen_at")):
+        last = 0
+        while True:
+            with transaction() as conn:
+                mark = MARKS[conn.dialect.paramstyle]
+                statement = f"SELECT id FROM {table} WHERE id > {mark} AND {column} < {mark} ORDER BY id LIMIT {CHUNK}"
+                ids = [row[0] for row in fetch(conn, statement, (last, before))]
+                if not ids:
+                    break
+                if table == "simhash_documents":
+                    total += remove_pages(conn, ids)
+                else:
+                    total += Forgotten(0, _delete(conn, table, "id", ids))
+            last = ids[-1]
+    return total
+
+
+def reset(conn: Connection) -> Forgotten:
+    """Delete every row of the index (its metadata stays)."""
+    duplicates = conn.exec_driver_sql("DELETE FROM simhash_duplicates").rowcount
+    return Forgotten(int(conn.exec_driver_sql("DELETE FROM simhash_documents").rowcount), int(duplicates))

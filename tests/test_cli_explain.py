@@ -1,0 +1,151 @@
+"""The evidence of each decision, on every backend: `duplicates` with similarities and
+`--url`, `query` and `compare` on dropped pages, and `explain`.
+
+Pages carry real sketches; expected similarities are computed from the sketches put in.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_cli import ok, run
+
+from simhash_index import SimhashIndex
+from simhash_index.fingerprinting.fingerprinter import DEFAULT, Signature
+from simhash_index.fingerprinting.simhash import to_hex
+from simhash_index.fingerprinting.sketch import estimate_jaccard
+
+WORDS = [f"word{i:03d}" for i in range(300)]
+TEXT = " ".join(WORDS)
+NEAR_TEXT = " ".join([*WORDS[:-3], "changed", "words", "here"])
+OTHER = " ".join(f"other{i:03d}" for i in range(300))
+
+KEPT = "https://example.com/kept"
+NEAR = "https://example.com/near"  # dropped: near, verified
+EXACT = "https://example.com/exact"  # dropped: the same text
+TWIN = "https://example.com/twin"  # kept: KEPT's simhash, another text's sketch
+SHORT = "https://example.com/short"  # kept: exact matches only
+
+
+def signature(text: str) -> Signature:
+    found = DEFAULT.signature(text)
+    assert found is not None
+    return found
+
+
+def twin() -> Signature:
+    """KEPT's fingerprint with another text's sketch: a candidate at distance 0, not similar."""
+    kept, other = signature(TEXT), signature(OTHER)
+    return Signature(kept.simhash, other.text_hash, other.sketch)
+
+
+@pytest.fixture
+def evidence(db_url: str) -> str:
+    with SimhashIndex(db_url) as index:
+        assert index.check_and_add(KEPT, signature(TEXT)) is None
+        assert index.check_and_add(NEAR, signature(NEAR_TEXT)) is not None
+        assert index.check_and_add(EXACT, signature(TEXT)) is not None
+        assert index.check_and_add(TWIN, twin()) is None
+        assert index.check_and_add(SHORT, signature("A short page.")) is None
+    return db_url
+
+
+def near_similarity() -> float:
+    return round(estimate_jaccard(signature(NEAR_TEXT).sketch, signature(TEXT).sketch), 3)
+
+
+def twin_similarity() -> float:
+    return round(estimate_jaccard(signature(OTHER).sketch, signature(TEXT).sketch), 3)
+
+
+def test_duplicates_show_the_similarity_and_find_one_url(evidence: str) -> None:
+    rows = [json.loads(line) for line in ok("duplicates", "--db", evidence).splitlines()]
+    assert [(r["url"], r["duplicate_of"], r["similarity"], r["exact"]) for r in rows] == [
+        (NEAR, KEPT, near_similarity(), False),
+        (EXACT, KEPT, None, True),
+    ]
+    assert 0.88 <= near_similarity() < 1.0
+    one = json.loads(ok("duplicates", "--db", evidence, "--url", NEAR, "--format", "json"))
+    assert one == rows[:1]
+    result = run("duplicates", "--db", evidence, "--url", KEPT)
+    assert result.exit_code == 1 and "is not logged as a duplicate" in result.stderr
+
+
+def test_query_and_compare_show_the_similarity(evidence: str) -> None:
+    near = json.loads(ok("query", "--db", evidence, "--url", KEPT, "--format", "json"))
+    assert [(m["url"], m["distance"], m["similarity"]) for m in near] == [(TWIN, 0, twin_similarity())]
+    assert twin_similarity() < 0.88  # why TWIN was kept at distance 0
+    # a dropped page: its similarity to the page it duplicated is the logged one
+    dropped = json.loads(ok("query", "--db", evidence, "--url", NEAR, "--format", "json"))
+    assert (dropped[0]["url"], dropped[0]["similarity"]) == (KEPT, near_similarity())
+    compared = json.loads(ok("compare", "--db", evidence, NEAR, KEPT, "--format", "json"))[0]
+    distance = (signature(NEAR_TEXT).simhash ^ signature(TEXT).simhash).bit_count()
+    assert (compared["a_simhash"], compared["distance"], compared["similarity"]) == (
+        to_hex(signature(NEAR_TEXT).simhash),
+        distance,
+        near_similarity(),
+    )
+    compared = json.loads(ok("compare", "--db", evidence, KEPT, TWIN, "--format", "json"))[0]
+    assert (compared["distance"], compared["similarity"]) == (0, twin_similarity())
+
+
+def explained(db: str, url: str) -> dict:
+    return json.loads(ok("explain", "--db", db, url, "--format", "json"))
+
+
+def test_explain_a_dropped_page(evidence: str) -> None:
+    near = explained(evidence, NEAR)
+    distance = (signature(NEAR_TEXT).simhash ^ signature(TEXT).simhash).bit_count()
+    assert {k: near[k] for k in ("decision", "rule", "duplicate_of", "distance", "similarity")} == {
+        "decision": "dropped",
+        "rule": "near",
+        "duplicate_of": KEPT,
+        "distance": distance,
+        "similarity": near_similarity(),
+    }
+    assert near["simhash"] == to_hex(signature(NEAR_TEXT).simhash)
+    assert KEPT in near["reasons"][0] and "near, verified" in near["reasons"][0]
+    exact = explained(evidence, EXACT)
+    assert (exact["decision"], exact["rule"], exact["duplicate_of"], exact["similarity"]) == (
+        "dropped",
+        "exact",
+        KEPT,
+        None,
+    )
+
+
+def test_explain_a_kept_page(evidence: str) -> None:
+    kept = explained(evidence, KEPT)
+    assert (kept["decision"], kept["candidates"], kept["short_text"]) == ("kept", [], False)  # the oldest
+    twin_page = explained(evidence, TWIN)
+    assert twin_page["decision"] == "kept"
+    assert twin_page["candidates"] == [
+        {
+            "url": KEPT,
+            "simhash": to_hex(signature(TEXT).simhash),
+            "distance": 0,
+            "similarity": twin_similarity(),
+            "duplicate": False,
+            "reason": "below min_similarity",
+            "diff": None,  # the index keeps no texts
+        }
+    ]
+    # under a lower threshold, the same evidence would have made it a duplicate
+    lower = json.loads(
+        ok("explain", "--db", evidence, TWIN, "--format", "json", "--min-similarity", str(twin_similarity()))
+    )
+    assert lower["candidates"][0]["duplicate"] is True
+    short = explained(evidence, SHORT)
+    assert (short["decision"], short["short_text"]) == ("kept", True)
+    assert "too short" in short["reasons"][0]
+
+
+def test_explain_as_text_and_unknown_pages(evidence: str) -> None:
+    text = ok("explain", "--db", evidence, TWIN, "--format", "text")
+    lines = text.splitlines()
+    assert f"url             {TWIN}" in lines and "decision        kept" in lines
+    assert any(line.startswith(KEPT) and "below min_similarity" in line for line in lines)
+    assert f"{twin_similarity()}" in text
+    result = run("explain", "--db", evidence, "https://example.com/never")
+    assert result.exit_code == 1 and "neither stored nor logged" in result.stderr
