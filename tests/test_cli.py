@@ -276,11 +276,14 @@ def test_clusters(filled, fmt: str) -> None:
 @pytest.mark.parametrize("fmt", formats.FORMATS)
 def test_query_by_simhash(filled, fmt: str) -> None:
     db, _ = filled
-    near = [("https://example.com/a", to_hex(A), 1, ""), ("https://example.com/a-copy", to_hex(A_COPY), 3, "")]
-    columns = ("url", "simhash", "distance", "similarity")
-    objects = [dict(zip(columns, (*row[:3], None))) for row in near]  # a --simhash has no sketch
+    near = [
+        ("https://example.com/a", to_hex(A), 1, 0.984, ""),  # 63 of 64 bits alike
+        ("https://example.com/a-copy", to_hex(A_COPY), 3, 0.953, ""),
+    ]
+    columns = ("url", "simhash", "distance", "bit_similarity", "similarity")
+    objects = [dict(zip(columns, (*row[:4], None))) for row in near]  # a --simhash has no sketch
     expected = {
-        "table": table(columns, near, ("distance", "similarity")),
+        "table": table(columns, near, ("distance", "bit_similarity", "similarity")),
         "json": as_json(objects),
         "jsonl": as_jsonl(objects),
         "csv": as_csv(columns, near),
@@ -289,18 +292,35 @@ def test_query_by_simhash(filled, fmt: str) -> None:
     assert ok("query", "--db", db, "--simhash", "0x" + to_hex(A ^ 1), "--format", fmt) == expected
 
 
+ALIKE = {d: {"bit_similarity": round(1 - d / 64, 3)} for d in range(4)}  # 1 - distance / 64, shown to 3 places
+
+
 def test_query_by_url(filled) -> None:
     db, _ = filled
     # the page itself is left out
     assert ok("query", "--db", db, "--url", "https://example.com/a") == as_jsonl(
-        [{"url": "https://example.com/a-copy", "simhash": to_hex(A_COPY), "distance": 2, "similarity": None}]
+        [
+            {
+                "url": "https://example.com/a-copy",
+                "simhash": to_hex(A_COPY),
+                "distance": 2,
+                **ALIKE[2],
+                "similarity": None,
+            }
+        ]
     )
     assert ok("query", "--db", db, "--url", "https://example.com/a", "--max-distance", "1") == ""
     # a dropped page: its logged fingerprint
     assert ok("query", "--db", db, "--url", "https://www.example.com/a?utm=1") == as_jsonl(
         [
-            {"url": "https://example.com/a", "simhash": to_hex(A), "distance": 1, "similarity": None},
-            {"url": "https://example.com/a-copy", "simhash": to_hex(A_COPY), "distance": 3, "similarity": None},
+            {"url": "https://example.com/a", "simhash": to_hex(A), "distance": 1, **ALIKE[1], "similarity": None},
+            {
+                "url": "https://example.com/a-copy",
+                "simhash": to_hex(A_COPY),
+                "distance": 3,
+                **ALIKE[3],
+                "similarity": None,
+            },
         ]
     )
     result = run("query", "--db", db, "--url", "https://example.com/never-seen")
@@ -352,7 +372,7 @@ def test_compare_files(files: Path) -> None:
     a, b = str(files / "a.txt"), str(files / "page.html")
     fp = to_hex(DEFAULT.fingerprint(TEXT))
     assert ok("compare", a, b, "--format", "json") == as_json(
-        [{"a": a, "a_simhash": fp, "b": b, "b_simhash": fp, "distance": 0, "similarity": 1.0}]  # the same text
+        [{"a": a, "a_simhash": fp, "b": b, "b_simhash": fp, "distance": 0, "bit_similarity": 1.0, "similarity": 1.0}]
     )
     result = run("compare", a, str(files / "missing.txt"))
     assert result.exit_code == 2
@@ -363,7 +383,8 @@ def test_compare_urls(filled) -> None:
     db, _ = filled
     a, b = "https://example.com/a", "https://example.com/a-copy"
     assert ok("compare", "--db", db, a, b, "--format", "csv") == as_csv(
-        ("a", "a_simhash", "b", "b_simhash", "distance", "similarity"), [(a, to_hex(A), b, to_hex(A_COPY), 2, "")]
+        ("a", "a_simhash", "b", "b_simhash", "distance", "bit_similarity", "similarity"),
+        [(a, to_hex(A), b, to_hex(A_COPY), 2, 0.969, "")],
     )
     dropped = "https://mirror.example.net/a"  # dropped pages are compared by their logged fingerprints
     assert (
@@ -375,7 +396,12 @@ def test_compare_urls(filled) -> None:
 def test_query_by_text_and_html(db_url: str, files: Path) -> None:
     with SimhashIndex(db_url) as index:
         index.check_and_add("https://example.com/text", DEFAULT.signature(TEXT))
-    row = {"url": "https://example.com/text", "simhash": to_hex(DEFAULT.fingerprint(TEXT)), "distance": 0}
+    row = {
+        "url": "https://example.com/text",
+        "simhash": to_hex(DEFAULT.fingerprint(TEXT)),
+        "distance": 0,
+        "bit_similarity": 1.0,
+    }
     plus = round(estimate_jaccard(DEFAULT.signature(TEXT_PLUS).sketch, DEFAULT.signature(TEXT).sketch), 3)
     assert plus < 1.0  # one more word: fewer shingles in common
     assert ok("query", "--db", db_url, "--text", str(files / "b.txt")) == as_jsonl([row | {"similarity": plus}])
@@ -743,6 +769,7 @@ def test_fingerprint_settings_of_the_database(sqlite_url: str, files: Path) -> N
                 "url": "https://example.com/text",
                 "simhash": to_hex(other_length.fingerprint(TEXT)),
                 "distance": 0,
+                "bit_similarity": 1.0,
                 "similarity": 1.0,
             }
         ]

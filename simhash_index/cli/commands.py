@@ -363,8 +363,10 @@ def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) 
     fingerprints = [page_fingerprint(page) for page in pages]
     row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
+    row["bit_similarity"] = formats.bits_alike(row["distance"])
     row["similarity"] = formats.score(evidence.similarity_between(*pages))
-    formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric={"distance", "similarity"})
+    numeric = {"distance", "bit_similarity", "similarity"}
+    formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric=numeric)
 
 
 @cli.command("import")

@@ -290,12 +290,27 @@ def write_duplicates(duplicates: Iterable[Duplicate], fmt: str, out: TextIO) -> 
 
 
 def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:
-    """Stored pages near a query: url, simhash (16 hex digits), distance, similarity (of the sketches)."""
+    """Stored pages near a query: url, simhash (16 hex digits), distance, bit_similarity (the share
+    of bits alike), similarity (of the sketches: what decides a duplicate)."""
     rows = (
-        {"url": m.key, "simhash": _hex(m.fingerprint), "distance": m.distance, "similarity": score(m.similarity)}
+        {
+            "url": m.key,
+            "simhash": _hex(m.fingerprint),
+            "distance": m.distance,
+            "bit_similarity": bits_alike(m.distance),
+            "similarity": score(m.similarity),
+        }
         for m in matches
     )
-    write_rows(rows, ("url", "simhash", "distance", "similarity"), fmt, out, numeric={"distance", "similarity"})
+    write_rows(rows, MATCH_COLUMNS, fmt, out, numeric={"distance", "bit_similarity", "similarity"})
+
+
+MATCH_COLUMNS = ("url", "simhash", "distance", "bit_similarity", "similarity")
+
+
+def bits_alike(distance: int, bits: int = 64) -> float:
+    """The share of a fingerprint's bits two pages agree on, as shown: 1 - distance / bits, three decimals."""
+    return round(1 - distance / bits, 3)
 
 
 DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity")
