@@ -23,3 +23,7 @@ class SchemeMismatchError(SimhashIndexError):
 
 class LayoutMismatchError(SimhashIndexError):
     """The database's table has another layout than the one asked for."""
+
+
+class MissingDependencyError(IndexUnavailableError, ImportError):
+    """The database's driver is not installed: the message names the extra to install."""

@@ -8,8 +8,7 @@ tables, 1 for everything else (click's own usage errors exit 2 too).
 from __future__ import annotations
 
 import sys
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,15 +25,12 @@ from ..errors import (
     SimhashIndexError,
 )
 from ..fingerprinting.fingerprinter import Fingerprinter, Signature
-from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..fingerprinting.simhash import from_hex, hamming, to_hex
 from ..index import explain as evidence
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
-from ..index.records import Policy, check_key
-from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from . import formats, reports
-from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_corpus, read_page
+from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_page
 
 
 class DatabaseError(click.ClickException):
@@ -101,7 +97,7 @@ def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
-def _format(fmt: str | None, piped: str = "jsonl") -> str:
+def output_format(fmt: str | None, piped: str = "jsonl") -> str:
     return fmt or formats.default_format(piped)
 
 
@@ -154,7 +150,7 @@ def stats(db: str, fmt: str | None, top: int) -> None:
     Counts the pages stored and the duplicates logged (exact and near), how
     many at each Hamming distance, and the hosts with the most dropped pages.
     """
-    formats.write_stats(reports.stats(open_index(db), top=top), _format(fmt, "json"), sys.stdout)
+    formats.write_stats(reports.stats(open_index(db), top=top), output_format(fmt, "json"), sys.stdout)
 
 
 @cli.command()
@@ -192,7 +188,7 @@ def duplicates(
         rows: Any = reports.duplicates_among([found], host=host, since=since, max_distance=max_distance)
     else:
         rows = reports.duplicates(index, host=host, since=since, max_distance=max_distance, limit=limit)
-    formats.write_duplicates(rows, _format(fmt), sys.stdout)
+    formats.write_duplicates(rows, output_format(fmt), sys.stdout)
 
 
 @cli.command()
@@ -205,7 +201,7 @@ def clusters(db: str, fmt: str | None, limit: int | None) -> None:
     json and jsonl give one object per cluster, with its duplicates in a list;
     csv and table give one row per duplicate.
     """
-    formats.write_clusters(reports.clusters(open_index(db), limit=limit), _format(fmt), sys.stdout)
+    formats.write_clusters(reports.clusters(open_index(db), limit=limit), output_format(fmt), sys.stdout)
 
 
 def _host_filter(value: str | None) -> reports.HostFilter | None:
@@ -268,7 +264,7 @@ def query(
     else:
         path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
         signature = signature_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
-    formats.write_matches(evidence.near(index, signature, exclude=exclude), _format(fmt), sys.stdout)
+    formats.write_matches(evidence.near(index, signature, exclude=exclude), output_format(fmt), sys.stdout)
 
 
 def find_page(index: Index, url: str) -> evidence.Found:
@@ -326,7 +322,7 @@ def fingerprint(fmt: str | None, files: tuple[str, ...], word_weights: str | Non
                 text_hash = to_hex(signature.text_hash) if signature and signature.text_hash is not None else None
                 rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": text_hash})
             advance(1)
-    formats.write_rows(rows, ("file", "simhash", "text_hash"), _format(fmt), sys.stdout)
+    formats.write_rows(rows, ("file", "simhash", "text_hash"), output_format(fmt), sys.stdout)
     if failed:
         click.get_current_context().exit(1)
 
@@ -366,128 +362,8 @@ def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) 
     row["bit_similarity"] = formats.bits_alike(row["distance"])
     row["similarity"] = formats.score(evidence.similarity_between(*pages))
     numeric = {"distance", "bit_similarity", "similarity"}
-    formats.write_rows([row], tuple(row), _format(fmt), sys.stdout, numeric=numeric)
-
-
-@cli.command("import")
-@db_option
-@click.argument("file", type=FILE_OR_STDIN)
-@click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
-@click.option(
-    "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
-)
-@format_option()
-@click.option(
-    "--max-distance",
-    default=defaults.MAX_SUPPORTED_DISTANCE,
-    show_default=True,
-    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
-    help="Largest Hamming distance that makes a page a near-duplicate.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=0),
-    help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
-)
-@click.option(
-    "--layout",
-    type=click.Choice(LAYOUTS),
-    help=f"A new SQL index's lookups: four indexed 16-bit blocks, or two half indexes [default: {defaults.LAYOUT}].",
-)
-@click.option(
-    "--block-assignment",
-    type=click.Choice(ASSIGNMENTS),
-    help=f"Which bits make each block of a new 'blocks' index [default: {defaults.BLOCK_ASSIGNMENT}].",
-)
-@word_weights_option
-def import_(
-    db: str,
-    file: str,
-    dry_run: bool,
-    keep_texts: bool,
-    fmt: str | None,
-    max_distance: int,
-    workers: int | None,
-    layout: str | None,
-    block_assignment: str | None,
-    word_weights: str | None,
-) -> None:
-    """Deduplicate a JSON lines corpus into the database.
-
-    Each line is an object with "url" and "text" or "html" (whose main text is
-    extracted). Pages are checked in file order against the database and the
-    pages kept before them. --dry-run reads the database but writes nothing, and
-    lists each page (--format) with what the import would do; the counts go to stderr.
-    """
-    if fmt is not None and not dry_run:
-        raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
-    source = open_existing(db, max_distance)
-    fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
-    if dry_run:
-        target: Any = click.get_current_context().with_resource(
-            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=Policy(max_distance))
-        )
-    else:
-        if source is not None:
-            source.close()
-        target = open_index(
-            db,
-            create=True,
-            max_distance=max_distance,
-            layout=layout,
-            block_assignment=block_assignment,
-            scheme=fingerprinter.scheme,
-        )
-        target.keep_texts = target.keep_texts or keep_texts
-    counts: Counter[str] = Counter()
-    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
-    if dry_run:
-        formats.write_dry_run(decided, _format(fmt), sys.stdout)
-    else:
-        for _ in decided:
-            pass
-    refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
-    summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
-    click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
-
-
-def _import_pages(
-    target: Any, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool
-) -> Iterator[dict[str, Any]]:
-    """Each page of the corpus checked against the target, in file order: a row saying what
-    became of it (kept, dropped, skipped: no text, refused: unusable URL), counted."""
-    lines = ((line, line.job or PageJob("", is_html=False)) for line in read_corpus(file))
-    after = "" if dry_run else "; the lines before it were imported"
-    for line, page in analyse_many(setup, lines, workers=workers):
-        if line.error is not None:
-            raise click.ClickException(f"{line.where}: {line.error}{after}")
-        try:
-            check_key(line.url)
-        except ValueError as exc:
-            click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
-            counts["refused"] += 1
-            yield {"url": line.url, "outcome": "refused"}
-            continue
-        if page.failure is not None:
-            click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
-        if page.signature is None:
-            counts["skipped"] += 1
-            yield {"url": line.url, "outcome": "skipped"}
-            continue
-        match = target.check_and_add(line.url, page.signature)
-        if not dry_run and page.text is not None:
-            target.store_texts([(line.url, page.text)])
-        counts["dropped" if match is not None else "kept"] += 1
-        yield {"url": line.url, "outcome": "kept"} if match is None else formats.dropped_row(line.url, match)
-
-
-def open_existing(db: str, max_distance: int) -> Index | None:
-    """The index at `db`, or None when there is none yet (an import would create it)."""
-    try:
-        return open_index(db, max_distance=max_distance)
-    except IndexNotFoundError:
-        return None
+    formats.write_rows([row], tuple(row), output_format(fmt), sys.stdout, numeric=numeric)
 
 
 # Commands in modules of their own register themselves on `cli` when imported.
-from . import explaining, html_report, lifecycle  # noqa: E402, F401
+from . import explaining, html_report, importing, lifecycle  # noqa: E402, F401

@@ -13,7 +13,7 @@ from ..index import texts
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from . import formats
-from .commands import _format, cli, db_option, format_option
+from .commands import cli, db_option, format_option, output_format
 
 
 def text_diff(index: Index, a: str, b: str) -> str | None:
@@ -134,7 +134,7 @@ def explain(db: str, fmt: str | None, url: str, max_distance: int, min_similarit
             f"{formats.visible(url)} is neither stored nor logged as a duplicate in the database"
         )
     obj = explanation_object(explanation, index)
-    if _format(fmt, "json") == "json":
+    if output_format(fmt, "json") == "json":
         formats.write_json(obj, sys.stdout)
     else:
         write_text(obj, sys.stdout)

@@ -14,15 +14,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-try:
-    import redis
-except ImportError as missing:  # pragma: no cover - the extra is installed in every test run
-    raise ImportError("Redis indexes need the redis package: pip install 'simhash-index[redis]'") from missing
-
 from ... import defaults, urls
 from ...errors import (
     IndexNotFoundError,
     IndexUnavailableError,
+    MissingDependencyError,
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
@@ -32,6 +28,13 @@ from ...fingerprinting.simhash import blocks
 from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
 from ..texts import TextSizes
+
+try:
+    import redis
+except ImportError as missing:
+    raise MissingDependencyError(
+        "Redis indexes need the redis package: pip install 'simhash-index[redis]'"
+    ) from missing
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches

@@ -26,7 +26,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from ... import defaults, urls
-from ...errors import IndexUnavailableError
+from ...errors import IndexUnavailableError, MissingDependencyError
 from ...fingerprinting.fingerprinter import Signature
 from .layouts import contiguous_blocks
 
@@ -101,6 +101,12 @@ DEFAULT_ACCESS = Access()
 def open_engine(url: URL, access: Access) -> Engine:
     if url.get_backend_name() == "sqlite":
         return _sqlite_engine(url, access)
+    try:
+        import psycopg  # noqa: F401 - SQLAlchemy's dialect imports it only at the first connection
+    except ImportError as missing:
+        raise MissingDependencyError(
+            "PostgreSQL indexes need the psycopg package: pip install 'simhash-index[postgres]'"
+        ) from missing
     # No pre-ping (a round trip per checkout): a connection lost with the server raises a
     # disconnect error, which invalidates the pool, and the next checkout reconnects.
     return create_engine(url, isolation_level="READ COMMITTED", connect_args=_postgres_arguments(url, access))

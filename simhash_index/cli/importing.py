@@ -1,0 +1,140 @@
+"""`simhash-index import`: deduplicate a JSON lines corpus into an index, as the pipeline does."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from .. import defaults
+from ..errors import IndexNotFoundError
+from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
+from ..index.base import Index
+from ..index.records import Policy, check_key
+from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
+from . import formats, reports
+from .commands import FILE_OR_STDIN, cli, db_option, format_option, open_index, output_format, word_weights_option
+from .inputs import fingerprinter_for, read_corpus
+
+
+@cli.command("import")
+@db_option
+@click.argument("file", type=FILE_OR_STDIN)
+@click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
+@click.option(
+    "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
+)
+@format_option()
+@click.option(
+    "--max-distance",
+    default=defaults.MAX_SUPPORTED_DISTANCE,
+    show_default=True,
+    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
+    help="Largest Hamming distance that makes a page a near-duplicate.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none, no crash isolation].",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    help=f"A new SQL index's lookups: four indexed 16-bit blocks, or two half indexes [default: {defaults.LAYOUT}].",
+)
+@click.option(
+    "--block-assignment",
+    type=click.Choice(ASSIGNMENTS),
+    help=f"Which bits make each block of a new 'blocks' index [default: {defaults.BLOCK_ASSIGNMENT}].",
+)
+@word_weights_option
+def import_(
+    db: str,
+    file: str,
+    dry_run: bool,
+    keep_texts: bool,
+    fmt: str | None,
+    max_distance: int,
+    workers: int | None,
+    layout: str | None,
+    block_assignment: str | None,
+    word_weights: str | None,
+) -> None:
+    """Deduplicate a JSON lines corpus into the database.
+
+    Each line is an object with "url" and "text" or "html" (whose main text is
+    extracted). Pages are checked in file order against the database and the
+    pages kept before them. --dry-run reads the database but writes nothing, and
+    lists each page (--format) with what the import would do; the counts go to stderr.
+    """
+    if fmt is not None and not dry_run:
+        raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
+    source = open_existing(db, max_distance)
+    fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
+    if dry_run:
+        target: Any = click.get_current_context().with_resource(
+            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=Policy(max_distance))
+        )
+    else:
+        if source is not None:
+            source.close()
+        target = open_index(
+            db,
+            create=True,
+            max_distance=max_distance,
+            layout=layout,
+            block_assignment=block_assignment,
+            scheme=fingerprinter.scheme,
+        )
+        target.keep_texts = target.keep_texts or keep_texts
+    counts: Counter[str] = Counter()
+    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
+    if dry_run:
+        formats.write_dry_run(decided, output_format(fmt), sys.stdout)
+    else:
+        for _ in decided:
+            pass
+    refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
+    summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
+    click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
+
+
+def _import_pages(
+    target: Any, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool
+) -> Iterator[dict[str, Any]]:
+    """Each page of the corpus checked against the target, in file order: a row saying what
+    became of it (kept, dropped, skipped: no text, refused: unusable URL), counted."""
+    lines = ((line, line.job or PageJob("", is_html=False)) for line in read_corpus(file))
+    after = "" if dry_run else "; the lines before it were imported"
+    for line, page in analyse_many(setup, lines, workers=workers):
+        if line.error is not None:
+            raise click.ClickException(f"{line.where}: {line.error}{after}")
+        try:
+            check_key(line.url)
+        except ValueError as exc:
+            click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
+            counts["refused"] += 1
+            yield {"url": line.url, "outcome": "refused"}
+            continue
+        if page.failure is not None:
+            click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
+        if page.signature is None:
+            counts["skipped"] += 1
+            yield {"url": line.url, "outcome": "skipped"}
+            continue
+        match = target.check_and_add(line.url, page.signature)
+        if not dry_run and page.text is not None:
+            target.store_texts([(line.url, page.text)])
+        counts["dropped" if match is not None else "kept"] += 1
+        yield {"url": line.url, "outcome": "kept"} if match is None else formats.dropped_row(line.url, match)
+
+
+def open_existing(db: str, max_distance: int) -> Index | None:
+    """The index at `db`, or None when there is none yet (an import would create it)."""
+    try:
+        return open_index(db, max_distance=max_distance)
+    except IndexNotFoundError:
+        return None
