@@ -29,7 +29,7 @@ from ..fingerprinting.simhash import from_hex, hamming, to_hex
 from ..index import explain as evidence
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
-from . import formats, reports
+from . import formats, listings, reports
 from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_page
 
 
@@ -150,7 +150,7 @@ def stats(db: str, fmt: str | None, top: int) -> None:
     Counts the pages stored and the duplicates logged (exact and near), how
     many at each Hamming distance, and the hosts with the most dropped pages.
     """
-    formats.write_stats(reports.stats(open_index(db), top=top), output_format(fmt, "json"), sys.stdout)
+    listings.write_stats(reports.stats(open_index(db), top=top), output_format(fmt, "json"), sys.stdout)
 
 
 @cli.command()
@@ -188,7 +188,7 @@ def duplicates(
         rows: Any = reports.duplicates_among([found], host=host, since=since, max_distance=max_distance)
     else:
         rows = reports.duplicates(index, host=host, since=since, max_distance=max_distance, limit=limit)
-    formats.write_duplicates(rows, output_format(fmt), sys.stdout)
+    listings.write_duplicates(rows, output_format(fmt), sys.stdout)
 
 
 @cli.command()
@@ -201,7 +201,7 @@ def clusters(db: str, fmt: str | None, limit: int | None) -> None:
     json and jsonl give one object per cluster, with its duplicates in a list;
     csv and table give one row per duplicate.
     """
-    formats.write_clusters(reports.clusters(open_index(db), limit=limit), output_format(fmt), sys.stdout)
+    listings.write_clusters(reports.clusters(open_index(db), limit=limit), output_format(fmt), sys.stdout)
 
 
 def _host_filter(value: str | None) -> reports.HostFilter | None:
@@ -264,7 +264,7 @@ def query(
     else:
         path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
         signature = signature_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
-    formats.write_matches(evidence.near(index, signature, exclude=exclude), output_format(fmt), sys.stdout)
+    listings.write_matches(evidence.near(index, signature, exclude=exclude), output_format(fmt), sys.stdout)
 
 
 def find_page(index: Index, url: str) -> evidence.Found:
@@ -359,8 +359,8 @@ def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) 
     fingerprints = [page_fingerprint(page) for page in pages]
     row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
     row["distance"] = hamming(*fingerprints)
-    row["bit_similarity"] = formats.bits_alike(row["distance"])
-    row["similarity"] = formats.score(evidence.similarity_between(*pages))
+    row["bit_similarity"] = listings.bits_alike(row["distance"])
+    row["similarity"] = listings.score(evidence.similarity_between(*pages))
     numeric = {"distance", "bit_similarity", "similarity"}
     formats.write_rows([row], tuple(row), output_format(fmt), sys.stdout, numeric=numeric)
 

@@ -12,7 +12,7 @@ from ..index import explain as evidence
 from ..index import texts
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
-from . import formats
+from . import formats, listings
 from .commands import cli, db_option, format_option, output_format
 
 
@@ -41,7 +41,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
             "rule": "exact" if duplicate.exact else "near",
             "duplicate_of": duplicate.duplicate_of,
             "distance": duplicate.distance,
-            "similarity": formats.score(duplicate.similarity),
+            "similarity": listings.score(duplicate.similarity),
             "seen_at": duplicate.seen_at,
             "diff": text_diff(index, found.key, duplicate.duplicate_of),
         }
@@ -54,7 +54,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
                     "url": c.key,
                     "simhash": _hex(c.fingerprint),
                     "distance": c.distance,
-                    "similarity": formats.score(c.similarity),
+                    "similarity": listings.score(c.similarity),
                     "duplicate": c.accepted,
                     "reason": c.reason,
                     "diff": text_diff(index, found.key, c.key),

@@ -15,7 +15,7 @@ from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..index.base import Index
 from ..index.records import Policy, check_key
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
-from . import formats, reports
+from . import listings, reports
 from .commands import FILE_OR_STDIN, cli, db_option, format_option, open_index, output_format, word_weights_option
 from .inputs import fingerprinter_for, read_corpus
 
@@ -93,7 +93,7 @@ def import_(
     counts: Counter[str] = Counter()
     decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
     if dry_run:
-        formats.write_dry_run(decided, output_format(fmt), sys.stdout)
+        listings.write_dry_run(decided, output_format(fmt), sys.stdout)
     else:
         for _ in decided:
             pass
@@ -129,7 +129,7 @@ def _import_pages(
         if not dry_run and page.text is not None:
             target.store_texts([(line.url, page.text)])
         counts["dropped" if match is not None else "kept"] += 1
-        yield {"url": line.url, "outcome": "kept"} if match is None else formats.dropped_row(line.url, match)
+        yield {"url": line.url, "outcome": "kept"} if match is None else listings.dropped_row(line.url, match)
 
 
 def open_existing(db: str, max_distance: int) -> Index | None:
