@@ -28,6 +28,17 @@ from ...fingerprinting.simhash import blocks
 from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
 from ..texts import TextSizes
+from .codec import (
+    duplicate_of_entry,
+    glob_escape,
+    hex_or_empty,
+    match_of,
+    micros,
+    moment,
+    page_args,
+    stored_signature,
+    text_of,
+)
 
 try:
     import redis
@@ -63,22 +74,6 @@ def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
         raise ValueError(f"prefix must be a non-empty string, e.g. 'crawl1:'; got {chosen!r}")
     rest = urlencode([(name, value) for name, value in query if name != "prefix"])
     return urlunsplit(parts._replace(query=rest)), chosen
-
-
-def _hex(value: int | None) -> str:
-    return "" if value is None else f"{value:016x}"
-
-
-def _text(value: bytes) -> str:
-    return value.decode("utf-8", "surrogatepass")
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _moment(micros: bytes | int) -> datetime:
-    return _EPOCH + timedelta(microseconds=int(micros))
 
 
 class RedisIndex(Index):
@@ -168,12 +163,12 @@ class RedisIndex(Index):
         where = f"{self.url} (prefix {self.prefix!r})"
         if version is None and not create:
             raise IndexNotFoundError(f"{where} holds no simhash index: is it the right server, database and prefix?")
-        if version is not None and _text(version) != SCHEMA_VERSION:
+        if version is not None and text_of(version) != SCHEMA_VERSION:
             raise SchemaVersionError(
-                f"{where} has schema version {_text(version)}; this simhash-index reads version "
+                f"{where} has schema version {text_of(version)}; this simhash-index reads version "
                 f"{SCHEMA_VERSION}: use a new prefix, or the simhash-index version that wrote it"
             )
-        recorded_scheme = _text(recorded) if recorded is not None else scheme or DEFAULT.scheme
+        recorded_scheme = text_of(recorded) if recorded is not None else scheme or DEFAULT.scheme
         if scheme is not None and recorded_scheme != scheme:
             raise SchemeMismatchError(
                 f"{where} holds fingerprints of another scheme, which are not comparable:\n"
@@ -206,29 +201,29 @@ class RedisIndex(Index):
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         self._writable()
-        now = _micros(datetime.now(timezone.utc))
-        arguments = [argument for key, signature in pages for argument in _page_args(key, signature)]
+        now = micros(datetime.now(timezone.utc))
+        arguments = [argument for key, signature in pages for argument in page_args(key, signature)]
         with self._talking():
             window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
             found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), window, *arguments)
-        return [_match(answer) for answer in found]
+        return [match_of(answer) for answer in found]
 
     def _add_many(self, pages: Sequence[Page]) -> None:
         self._writable()
-        now = _micros(datetime.now(timezone.utc))
+        now = micros(datetime.now(timezone.utc))
         with self._talking():
             pipe = self._client.pipeline(transaction=False)
             for start in range(0, len(pages), PAGES_PER_CALL):
                 arguments = [
-                    a for key, signature in pages[start : start + PAGES_PER_CALL] for a in _page_args(key, signature)
+                    a for key, signature in pages[start : start + PAGES_PER_CALL] for a in page_args(key, signature)
                 ]
                 self._run("store", now, *arguments, client=pipe)
             pipe.execute()
 
     def _query(self, fingerprint: int) -> list[Match]:
         with self._talking():
-            rows = self._run("near", _hex(fingerprint), self.max_distance)
-        return [Match(_text(key), int(stored, 16), int(distance)) for key, stored, distance in rows]
+            rows = self._run("near", hex_or_empty(fingerprint), self.max_distance)
+        return [Match(text_of(key), int(stored, 16), int(distance)) for key, stored, distance in rows]
 
     def _get(self, key: str) -> Match | None:
         with self._talking():
@@ -243,12 +238,12 @@ class RedisIndex(Index):
             if page_id is None:
                 return None
             pipe = self._client.pipeline(transaction=True)
-            pipe.hgetall(self._key(f"doc:{_text(page_id)}"))
-            pipe.get(self._key(f"sketch:{_text(page_id)}"))
+            pipe.hgetall(self._key(f"doc:{text_of(page_id)}"))
+            pipe.get(self._key(f"sketch:{text_of(page_id)}"))
             doc, sketch = pipe.execute()
         if not doc:  # replaced between the two reads
             return None
-        return StoredPage(key, _stored_signature(doc, sketch), int(page_id), _moment(doc[b"stored_at"]))
+        return StoredPage(key, stored_signature(doc, sketch), int(page_id), moment(doc[b"stored_at"]))
 
     def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
         self._writable()
@@ -282,7 +277,7 @@ class RedisIndex(Index):
         """HSCAN the stored keys; the script removes those stored before `before`, a batch at a
         time; then a sweep of the log."""
         self._writable()
-        pages, cutoff = 0, _micros(before)
+        pages, cutoff = 0, micros(before)
         with self._talking():
             batch: list[bytes] = []
             for key in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS):
@@ -304,7 +299,7 @@ class RedisIndex(Index):
                 if not ids:
                     return Forgotten(0, removed)
                 removed += int(self._run("sweep", "" if before is None else before, *ids))
-            after = f"({_text(ids[-1])}"
+            after = f"({text_of(ids[-1])}"
 
     def _reset(self) -> Forgotten:
         self._writable()
@@ -312,7 +307,7 @@ class RedisIndex(Index):
         with self._talking():
             duplicates = int(self._client.zcard(self._key("dup_log")))
             meta = self._key("meta").encode("utf-8")
-            pattern = _glob_escape(self.prefix) + "*"
+            pattern = glob_escape(self.prefix) + "*"
             doomed: list[bytes] = []
             for key in self._client.scan_iter(match=pattern, count=STREAM_ROWS):
                 if key != meta:
@@ -333,26 +328,26 @@ class RedisIndex(Index):
                     return
                 pipe = self._client.pipeline(transaction=False)
                 for log_id in ids:
-                    pipe.hgetall(self._key(f"dup:{_text(log_id)}"))
+                    pipe.hgetall(self._key(f"dup:{text_of(log_id)}"))
                 entries = pipe.execute()
             for entry in entries:
                 if entry:  # empty when it left the log between the two reads
-                    duplicate = _duplicate(entry)
+                    duplicate = duplicate_of_entry(entry)
                     if since is None or duplicate.seen_at >= since:
                         yield duplicate
-            after = f"({_text(ids[-1])}"
+            after = f"({text_of(ids[-1])}"
 
     def _duplicate(self, key: str) -> Duplicate | None:
         with self._talking():
             log_id = self._client.hget(self._key("dup_ids"), key.encode("utf-8"))
-            entry = self._client.hgetall(self._key(f"dup:{_text(log_id)}")) if log_id is not None else None
-        return _duplicate(entry) if entry else None
+            entry = self._client.hgetall(self._key(f"dup:{text_of(log_id)}")) if log_id is not None else None
+        return duplicate_of_entry(entry) if entry else None
 
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         pipe = self._client.pipeline(transaction=True)
         pipe.hget(self._key("ids"), key.encode("utf-8"))
         if signature.text_hash is not None:
-            pipe.zrange(self._key(f"text:{_hex(signature.text_hash)}"), 0, -1)
+            pipe.zrange(self._key(f"text:{hex_or_empty(signature.text_hash)}"), 0, -1)
         if signature.simhash is not None:
             for i, value in enumerate(blocks(signature.simhash)):
                 pipe.zrange(self._key(f"block:{i}:{value:04x}"), 0, -1)
@@ -369,63 +364,10 @@ class RedisIndex(Index):
             found = pipe.execute()
         pages = zip(ordered, found[::2], found[1::2])
         return [
-            StoredPage(_text(doc[b"key"]), _stored_signature(doc, sketch), page_id, _moment(doc[b"stored_at"]))
+            StoredPage(text_of(doc[b"key"]), stored_signature(doc, sketch), page_id, moment(doc[b"stored_at"]))
             for page_id, doc, sketch in pages
             if doc
         ]
 
     def close(self) -> None:
         self._client.close()
-
-
-def _glob_escape(text: str) -> str:
-    """A prefix as a SCAN pattern matches it literally."""
-    return "".join("\\" + char if char in "*?[]\\" else char for char in text)
-
-
-def _page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str]:
-    """A page as the script takes it: key, fingerprint, text_hash, sketch, exact_only."""
-    return (
-        key.encode("utf-8"),
-        _hex(signature.simhash),
-        _hex(signature.text_hash),
-        signature.sketch or b"",
-        "1" if signature.exact_only else "0",
-    )
-
-
-def _match(answer: Any) -> Match | None:
-    """A Match from the script's answer for one page: false, or {key, fingerprint, distance, exact, similarity}."""
-    if not answer:
-        return None
-    key, stored, distance, exact, score = answer
-    return Match(
-        _text(key),
-        int(stored, 16) if stored else None,
-        int(distance),
-        exact=exact == 1,
-        similarity=float(score) if score else None,
-    )
-
-
-def _duplicate(entry: dict[bytes, bytes]) -> Duplicate:
-    fingerprint, score = entry.get(b"fingerprint"), entry.get(b"similarity")
-    return Duplicate(
-        _text(entry[b"key"]),
-        _text(entry[b"duplicate_of"]),
-        int(entry[b"distance"]),
-        entry[b"exact"] == b"1",
-        _moment(entry[b"seen_at"]),
-        int(fingerprint, 16) if fingerprint else None,
-        float(score) if score else None,
-    )
-
-
-def _stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature:
-    fingerprint, text_hash = doc.get(b"fingerprint"), doc.get(b"text_hash")
-    return Signature(
-        int(fingerprint, 16) if fingerprint else None,
-        int(text_hash, 16) if text_hash else None,
-        sketch,
-        exact_only=doc.get(b"exact_only") == b"1",
-    )
