@@ -50,7 +50,7 @@ from .engine import (
     sqlite_path,
 )
 from .layouts import Layout
-from .opening import open_tables
+from .opening import layout_in_url, make_parent_folder, open_tables
 from .schema import tables
 from .statements import (
     MARKS,
@@ -88,10 +88,10 @@ class SqlIndex(Index):
         self.policy = policy
         self.access = access
         self.keys_unique = True  # False during a bulk load that dropped the key-hash index
-        self.sqlalchemy_url, layout = _layout_in_url(parse_url(url), layout)
+        self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
         if create:
-            _make_parent_folder(self.sqlalchemy_url, self.url)
+            make_parent_folder(self.sqlalchemy_url, self.url)
         elif self.dialect == "sqlite" and not is_memory(self.sqlalchemy_url):
             path = sqlite_path(self.sqlalchemy_url)
             if not path.is_file():  # connecting would create it
@@ -385,30 +385,3 @@ def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
         fingerprint=None if fingerprint is None else to_unsigned(fingerprint),
         similarity=mapping.get("similarity"),
     )
-
-
-def _layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
-    """`?layout=halves&block_assignment=interleaved` in the URL: ours, taken out of what the
-    driver sees; the same as the arguments of the same names (not two different ones)."""
-    query = url.query
-    if "layout" not in query and "block_assignment" not in query:
-        return url, layout
-    name = query.get("layout", defaults.LAYOUT)
-    assignment = query.get("block_assignment", defaults.BLOCK_ASSIGNMENT)
-    if not isinstance(name, str) or not isinstance(assignment, str):
-        raise ValueError("give ?layout= and ?block_assignment= once each in the URL")
-    given = Layout(name, assignment)  # type: ignore[arg-type]
-    if layout is not None and layout.describe() != given.describe():
-        raise ValueError(
-            f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}"
-        )
-    return url.difference_update_query(["layout", "block_assignment"]), given
-
-
-def _make_parent_folder(url: URL, shown: str) -> None:
-    """Create the folder of a new SQLite file, as Scrapy's -O does for feeds."""
-    if url.get_backend_name() == "sqlite" and not is_memory(url):
-        try:
-            sqlite_path(url).absolute().parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise IndexUnavailableError(f"cannot create the folder of {shown}: {exc}") from None

@@ -6,17 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import URL, Connection
 
+from ... import defaults
 from ...errors import (
     IndexNotFoundError,
+    IndexUnavailableError,
     LayoutMismatchError,
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
 )
 from . import migrate
-from .engine import SCHEMA_LOCK
+from .engine import SCHEMA_LOCK, is_memory, sqlite_path
 from .layouts import Layout
 from .schema import SCHEMA_VERSION, tables
 from .table_indexes import build_missing_indexes
@@ -117,3 +119,30 @@ def open_tables(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}
             )
     return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found)
+
+
+def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
+    """`?layout=halves&block_assignment=interleaved` in the URL: ours, taken out of what the
+    driver sees; the same as the arguments of the same names (not two different ones)."""
+    query = url.query
+    if "layout" not in query and "block_assignment" not in query:
+        return url, layout
+    name = query.get("layout", defaults.LAYOUT)
+    assignment = query.get("block_assignment", defaults.BLOCK_ASSIGNMENT)
+    if not isinstance(name, str) or not isinstance(assignment, str):
+        raise ValueError("give ?layout= and ?block_assignment= once each in the URL")
+    given = Layout(name, assignment)  # type: ignore[arg-type]
+    if layout is not None and layout.describe() != given.describe():
+        raise ValueError(
+            f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}"
+        )
+    return url.difference_update_query(["layout", "block_assignment"]), given
+
+
+def make_parent_folder(url: URL, shown: str) -> None:
+    """Create the folder of a new SQLite file, as Scrapy's -O does for feeds."""
+    if url.get_backend_name() == "sqlite" and not is_memory(url):
+        try:
+            sqlite_path(url).absolute().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailableError(f"cannot create the folder of {shown}: {exc}") from None
