@@ -88,6 +88,16 @@ def format_option(
     )
 
 
+def max_distance_option(help: str, default: int = defaults.MAX_SUPPORTED_DISTANCE) -> Callable[..., Any]:
+    return click.option(
+        "--max-distance",
+        default=default,
+        show_default=True,
+        type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
+        help=help,
+    )
+
+
 def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--word-weights",
@@ -221,13 +231,7 @@ FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
 @click.option("--text", "text_file", type=FILE_OR_STDIN, help="A text file, or - for stdin.")
 @click.option("--html", "html_file", type=FILE_OR_STDIN, help="An HTML file, or - for stdin; its main text is used.")
 @click.option("--simhash", "simhash_hex", metavar="HEX", help="A fingerprint: 16 hex digits.")
-@click.option(
-    "--max-distance",
-    default=defaults.MAX_SUPPORTED_DISTANCE,
-    show_default=True,
-    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
-    help="Largest Hamming distance to list.",
-)
+@max_distance_option("Largest Hamming distance to list.")
 @word_weights_option
 def query(
     db: str,

@@ -13,7 +13,7 @@ from ..index import texts
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from . import formats, listings
-from .commands import cli, db_option, format_option, output_format
+from .commands import cli, db_option, format_option, max_distance_option, output_format
 
 
 def text_diff(index: Index, a: str, b: str) -> str | None:
@@ -93,13 +93,7 @@ def _hex(value: int | None) -> str | None:
 @db_option
 @format_option(("text", "json"), piped="json")
 @click.argument("url")
-@click.option(
-    "--max-distance",
-    default=defaults.MAX_DISTANCE,
-    show_default=True,
-    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
-    help="The distance the crawl decided with (SIMHASH_MAX_DISTANCE).",
-)
+@max_distance_option("The distance the crawl decided with (SIMHASH_MAX_DISTANCE).", defaults.MAX_DISTANCE)
 @click.option(
     "--min-similarity",
     default=defaults.MIN_SIMILARITY,

@@ -16,7 +16,16 @@ from ..index.base import Index
 from ..index.records import Policy, check_key
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from . import listings, reports
-from .commands import FILE_OR_STDIN, cli, db_option, format_option, open_index, output_format, word_weights_option
+from .commands import (
+    FILE_OR_STDIN,
+    cli,
+    db_option,
+    format_option,
+    max_distance_option,
+    open_index,
+    output_format,
+    word_weights_option,
+)
 from .inputs import fingerprinter_for, read_corpus
 
 
@@ -28,13 +37,7 @@ from .inputs import fingerprinter_for, read_corpus
     "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
 )
 @format_option()
-@click.option(
-    "--max-distance",
-    default=defaults.MAX_SUPPORTED_DISTANCE,
-    show_default=True,
-    type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
-    help="Largest Hamming distance that makes a page a near-duplicate.",
-)
+@max_distance_option("Largest Hamming distance that makes a page a near-duplicate.")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
