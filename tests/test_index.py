@@ -611,6 +611,54 @@ def test_check_and_add_follows_the_model(db_url):
             index.close()
 
 
+# Sketches of texts 1.0, about 0.9 and about 0.3 similar to the first: some candidates pass the
+# similarity check and some fail it.
+_WORDS = [f"w{i}" for i in range(200)]
+SKETCHES = [
+    minhash(_WORDS),
+    minhash(_WORDS[:190] + [f"x{i}" for i in range(10)]),
+    minhash(_WORDS[:100] + [f"y{i}" for i in range(100)]),
+]
+
+
+@st.composite
+def signed_operations(draw):
+    centres = draw(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=3))
+    ops = []
+    for _ in range(draw(st.integers(1, 25))):
+        fp = flip(draw(st.sampled_from(centres)), draw(st.sets(st.integers(0, 63), max_size=5)))
+        text_hash = draw(st.sampled_from([None, 1, 2, 2**64 - 1]))
+        sketch = draw(st.sampled_from([None, *SKETCHES]))
+        ops.append((draw(st.sampled_from("abcdefgh")), Signature(fp, text_hash, sketch, exact_only=text_hash == 1)))
+    return ops
+
+
+def test_every_backend_decides_as_the_rule_in_python(db_url):
+    """The Python rule (index/rule.py, run by the memory index) is the specification: each backend,
+    the Redis script included, gives the same answers on random sequences, similarity checks too."""
+    index = SimhashIndex(db_url)
+    try:
+
+        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(signed_operations())
+        def check(ops):
+            empty(db_url)
+            with SimhashIndex("memory://") as specification:
+                for key, sig in ops:
+                    expected, got = specification.check_and_add(key, sig), index.check_and_add(key, sig)
+                    described = [
+                        None if m is None else (m.key, m.distance, m.exact, m.similarity) for m in (expected, got)
+                    ]
+                    assert described[1] == described[0], (key, sig)
+                assert sorted((d.key, d.duplicate_of) for d in index.duplicates()) == sorted(
+                    (d.key, d.duplicate_of) for d in specification.duplicates()
+                )
+
+        check()
+    finally:
+        index.close()
+
+
 # -- values every backend must refuse or accept alike ------------------------------------------
 
 
