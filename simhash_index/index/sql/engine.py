@@ -160,7 +160,7 @@ def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Eng
             _switch_to_wal(cursor, access.statement_timeout)
             cursor.execute("PRAGMA synchronous=NORMAL")
             # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the
-            # files, and with frequent commits those syncs took a fifth of a check's time.
+            # files, and frequent commits would pay for those syncs again and again.
             # After a checkpoint the WAL file is cut back to 64 MiB.
             cursor.execute("PRAGMA wal_autocheckpoint=10000")
             cursor.execute("PRAGMA journal_size_limit=67108864")
