@@ -61,7 +61,7 @@ def test_a_worker_killed_mid_page_costs_that_page_only(tmp_path: Path, sqlite_ur
         "<html><body>" + "".join(f'<a href="/{p}">{p}</a> ' for p in paths) + "</body></html>"
     )
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve(root) as base:
+    with serve(root, delay=0.4) as base:  # a crawl long enough for three kills on a fast machine too
         process = start_crawl(
             f"{base}/index.html",
             sqlite_url,
