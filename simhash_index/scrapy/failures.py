@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import logging
 
+from scrapy.crawler import Crawler
+from scrapy.utils.defer import deferred_from_coro
+
 logger = logging.getLogger(__name__)
 
 INDEX_UNAVAILABLE = "simhash_index_unavailable"  # the index could not be opened: nothing was fetched
@@ -80,3 +83,17 @@ def layout_hint(error: object) -> str:
         f"{one_line(error)} (SIMHASH_INDEX_LAYOUT and SIMHASH_BLOCK_ASSIGNMENT choose the layout of a new index: "
         "leave them unset to open this one)"
     )
+
+
+def close_spider(crawler: Crawler | None, reason: str) -> None:
+    """Ask the crawl's engine to close the spider (nothing when there is no crawl yet)."""
+    try:
+        engine = crawler.engine if crawler is not None else None
+    except RuntimeError:  # Scrapy >= 2.14 before the crawl starts
+        engine = None
+    if engine is None or crawler is None:
+        return
+    if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
+        deferred_from_coro(engine.close_spider_async(reason=reason))
+    elif crawler.spider is not None:
+        engine.close_spider(crawler.spider, reason)

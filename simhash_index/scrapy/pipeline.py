@@ -20,9 +20,7 @@ from weakref import WeakKeyDictionary
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
-from scrapy.utils.defer import deferred_from_coro
 from twisted.python.threadpool import ThreadPool
-from w3lib.url import canonicalize_url
 
 from ..errors import IndexUnavailableError, LayoutMismatchError, SchemeMismatchError, SimhashIndexError
 from ..fingerprinting.fingerprinter import Signature
@@ -30,18 +28,20 @@ from ..fingerprinting.pages import Page, PageJob, PageSetup, analyse
 from ..fingerprinting.simhash import to_hex
 from ..index.base import Index
 from ..index.factory import open_index
-from ..index.records import Match, check_key
+from ..index.records import Match
 from ..index.writer import BatchWriter
 from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout
 from .failures import (
     INDEX_ERROR,
     INDEX_UNAVAILABLE,
     WORKERS_UNAVAILABLE,
+    close_spider,
     layout_hint,
     one_line,
     scheme_difference,
     startup_error,
 )
+from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
 from .settings import PipelineSettings
 from .stats import Outcomes
@@ -266,51 +266,16 @@ class SimhashDedupPipeline:
             return item
         return self._conclude(item, adapter, key, page, match)
 
-    def _prepare(self, item: Any) -> tuple[ItemAdapter, str, PageJob] | None:
+    def _prepare(self, item: Any) -> Checkable | None:
         """(adapter, key, what to analyse), or None for an item that passes through unchecked (counted)."""
-        settings = self.settings
-        if not ItemAdapter.is_item(item):
-            self.outcomes.count("not_an_item")
-            self._warn_once(
-                "not_an_item", "simhash: %s items are not dicts or Scrapy items; they pass through", type(item).__name__
-            )
-            return None
-        adapter = ItemAdapter(item)
-        key = settings.key(item) if settings.key is not None else adapter.get(settings.url_field)
-        if not key or not isinstance(key, str):
-            self.outcomes.count("no_url")
-            self._warn_once(
-                "no_url", "simhash: items without a %r field pass through un-deduplicated", settings.url_field
-            )
-            return None
-        if settings.canonicalize_url:
-            key = canonicalize_url(key)
-        try:
-            check_key(key)
-        except ValueError as exc:
-            self.outcomes.count("bad_url")
-            logger.warning("simhash: %s; the item passes through", safe(exc, 400))
-            return None
-        if self.writer is None:
-            self.outcomes.count("errors", "errors/no_index")
-            return None
-        given = adapter.get(settings.text_field) if settings.text_field else None
-        if isinstance(given, str) and given.strip():
-            return adapter, key, PageJob(given, is_html=False)
-        html = adapter.get(settings.html_field) if settings.html_field else None
-        if isinstance(html, (str, bytes)):
-            return adapter, key, PageJob(html)
-        if isinstance(given, str):  # a blank text is no text
-            self.outcomes.count("no_text")
-        else:
-            self.outcomes.count("no_html")
-            self._warn_once(
-                "no_html",
-                "simhash: items without a %r or %r field pass through un-deduplicated (fields: %s)",
-                settings.html_field,
-                settings.text_field,
-                safe(", ".join(map(str, adapter.keys())), 200),
-            )
+        checked = checkable(item, self.settings, index_ready=self.writer is not None)
+        if not isinstance(checked, PassThrough):
+            return checked
+        self.outcomes.count(checked.outcome, f"errors/{checked.reason}" if checked.reason else None)
+        if checked.warning and checked.once:
+            self._warn_once(checked.outcome, checked.warning, *checked.arguments)
+        elif checked.warning:
+            logger.warning(checked.warning, *checked.arguments)
         return None
 
     def _analyse(self, job: PageJob) -> Page:
@@ -412,25 +377,11 @@ class SimhashDedupPipeline:
             if "db" not in self._warned:
                 self._warned.add("db")
                 logger.error("simhash: index error, closing the spider (SIMHASH_ON_DB_ERROR=stop): %s", safe(exc, 2000))
-                self._close_spider(INDEX_ERROR)
+                close_spider(self.crawler, INDEX_ERROR)
             return
         self._warn_once(
             "db", "simhash: index error, items pass through un-deduplicated until it is back: %s", safe(exc, 2000)
         )
-
-    def _close_spider(self, reason: str) -> None:
-        try:
-            engine = self.crawler.engine if self.crawler is not None else None
-        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts
-            engine = None
-        if engine is None:
-            return
-        if hasattr(engine, "close_spider_async"):  # Scrapy >= 2.14
-            deferred_from_coro(engine.close_spider_async(reason=reason))
-        else:
-            spider = self.crawler.spider if self.crawler is not None else None
-            if spider is not None:
-                engine.close_spider(spider, reason)
 
     def _warn_once(self, topic: str, message: str, *args: Any) -> None:
         if topic not in self._warned:
