@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import click
@@ -24,13 +23,10 @@ from ..errors import (
     SchemaVersionError,
     SimhashIndexError,
 )
-from ..fingerprinting.fingerprinter import Fingerprinter, Signature
-from ..fingerprinting.simhash import from_hex, hamming, to_hex
-from ..index import explain as evidence
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from . import formats, listings, reports
-from .inputs import IsoDateTime, fingerprint_of, fingerprinter_for, progress, read_page
+from .inputs import IsoDateTime
 
 
 class DatabaseError(click.ClickException):
@@ -224,150 +220,5 @@ def _host_filter(value: str | None) -> reports.HostFilter | None:
 FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
 
 
-@cli.command()
-@db_option
-@format_option()
-@click.option("--url", help="A page stored in the database.")
-@click.option("--text", "text_file", type=FILE_OR_STDIN, help="A text file, or - for stdin.")
-@click.option("--html", "html_file", type=FILE_OR_STDIN, help="An HTML file, or - for stdin; its main text is used.")
-@click.option("--simhash", "simhash_hex", metavar="HEX", help="A fingerprint: 16 hex digits.")
-@max_distance_option("Largest Hamming distance to list.")
-@word_weights_option
-def query(
-    db: str,
-    fmt: str | None,
-    url: str | None,
-    text_file: str | None,
-    html_file: str | None,
-    simhash_hex: str | None,
-    max_distance: int,
-    word_weights: str | None,
-) -> None:
-    """Stored pages near a page, a file or a simhash.
-
-    Give one of --url (a page stored or dropped), --text, --html or --simhash.
-    Lists the stored pages within --max-distance, nearest first (--url itself
-    is left out), with the similarity of their sketches (empty when either has
-    none: a --simhash has none, and a dropped page's is not kept, but its
-    similarity to the page it duplicated is logged).
-    """
-    sources = (url, text_file, html_file, simhash_hex)
-    if sum(source is not None for source in sources) != 1:
-        raise click.UsageError("give exactly one of --url, --text, --html, --simhash")
-    index = open_index(db, max_distance=max_distance)
-    exclude = None
-    if simhash_hex is not None:
-        try:
-            signature = Signature(from_hex(simhash_hex), None)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--simhash") from None
-    elif url is not None:
-        exclude = find_page(index, url)
-        page_fingerprint(exclude)  # a one-line error when it has none
-        signature = exclude.signature  # type: ignore[assignment]
-    else:
-        path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
-        signature = signature_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
-    listings.write_matches(evidence.near(index, signature, exclude=exclude), output_format(fmt), sys.stdout)
-
-
-def find_page(index: Index, url: str) -> evidence.Found:
-    """A page stored or dropped under this URL; a one-line error when neither."""
-    found = evidence.find(index, url)
-    if found.status == "unknown":
-        raise click.ClickException(
-            f"{formats.visible(url)} is neither stored nor logged as a duplicate in the database"
-        )
-    return found
-
-
-def page_fingerprint(found: evidence.Found | Signature) -> int:
-    """The fingerprint of a file, or of a page stored or dropped; a one-line error when it has none."""
-    if isinstance(found, Signature):
-        assert found.simhash is not None  # signature_of makes one from a fingerprint
-        return found.simhash
-    if found.fingerprint is None:
-        raise click.ClickException(
-            f"{formats.visible(found.key)} has no simhash in the index (its text is short: exact matches only)"
-        )
-    return found.fingerprint
-
-
-def signature_of(fingerprinter: Fingerprinter, text: str, name: str) -> Signature:
-    """A file's fingerprint with its sketch, for distances and similarities."""
-    fingerprint = fingerprint_of(fingerprinter, text, name)
-    signature = fingerprinter.signature(text)
-    return Signature(fingerprint, None, None if signature is None else signature.sketch)
-
-
-@cli.command()
-@format_option()
-@click.argument("files", nargs=-1, required=True, type=FILE_OR_STDIN)
-@word_weights_option
-def fingerprint(fmt: str | None, files: tuple[str, ...], word_weights: str | None) -> None:
-    """The simhash of text or HTML files.
-
-    HTML (by extension .html/.htm, or content) has its main text extracted
-    first. text_hash is the hash of the normalised text, for exact matches.
-    """
-    fingerprinter = fingerprinter_for(None, word_weights)
-    rows, failed = [], 0
-    with progress(len(files), "fingerprinting") as advance:
-        for path in files:
-            try:
-                text = read_page(path)
-                fingerprint = fingerprint_of(fingerprinter, text, path)
-            except (click.ClickException, OSError) as exc:  # one bad file does not stop the others
-                message = exc.format_message() if isinstance(exc, click.ClickException) else one_line(exc)
-                click.echo(f"Error: {message}", err=True)
-                failed += 1
-            else:
-                signature = fingerprinter.signature(text)  # not None: the text has a fingerprint
-                text_hash = to_hex(signature.text_hash) if signature and signature.text_hash is not None else None
-                rows.append({"file": path, "simhash": to_hex(fingerprint), "text_hash": text_hash})
-            advance(1)
-    formats.write_rows(rows, ("file", "simhash", "text_hash"), output_format(fmt), sys.stdout)
-    if failed:
-        click.get_current_context().exit(1)
-
-
-@cli.command()
-@db_option
-@format_option()
-@click.argument("a")
-@click.argument("b")
-@word_weights_option
-def compare(db: str, fmt: str | None, a: str, b: str, word_weights: str | None) -> None:
-    """The distance and similarity of two files or two URLs in the index.
-
-    A and B are text or HTML files (- for stdin) or URLs of pages stored or
-    dropped in the database (with ://); prints their simhashes, Hamming
-    distance and the similarity of their sketches (empty when one has none:
-    a dropped page's sketch is not kept, only its logged similarity to the
-    page it duplicated).
-    """
-    if a == b == "-":
-        raise click.UsageError("only one of A and B can be - (stdin)")
-    files = {value: value == "-" or Path(value).is_file() for value in (a, b)}
-    for name, value in (("A", a), ("B", b)):
-        if not files[value] and "://" not in value:
-            raise click.BadParameter(f"{formats.visible(value)!r} is neither a file nor a URL", param_hint=name)
-    index = None if all(files.values()) else open_index(db)
-    fingerprinter = fingerprinter_for(None if index is None else index.scheme, word_weights)
-    pages: list[Any] = [
-        signature_of(fingerprinter, read_page(value), value)
-        if index is None or files[value]
-        else find_page(index, value)
-        for value in (a, b)
-    ]
-    fingerprints = [page_fingerprint(page) for page in pages]
-    row: dict[str, Any] = {"a": a, "a_simhash": to_hex(fingerprints[0]), "b": b, "b_simhash": to_hex(fingerprints[1])}
-    row["distance"] = hamming(*fingerprints)
-    row["bit_similarity"] = listings.bits_alike(row["distance"])
-    row["similarity"] = listings.score(evidence.similarity_between(*pages))
-    numeric = {"distance", "bit_similarity", "similarity"}
-    formats.write_rows([row], tuple(row), output_format(fmt), sys.stdout, numeric=numeric)
-
-
 # Commands in modules of their own register themselves on `cli` when imported.
-from . import explaining, html_report, importing, lifecycle  # noqa: E402, F401
+from . import comparing, explaining, html_report, importing, lifecycle  # noqa: E402, F401
