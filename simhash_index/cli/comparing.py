@@ -88,7 +88,8 @@ def find_page(index: Index, url: str) -> evidence.Found:
 def page_fingerprint(found: evidence.Found | Signature) -> int:
     """The fingerprint of a file, or of a page stored or dropped; a one-line error when it has none."""
     if isinstance(found, Signature):
-        assert found.simhash is not None  # signature_of makes one from a fingerprint
+        if found.simhash is None:  # signature_of gives every file one: fingerprint_of refuses a text without
+            raise click.ClickException("the text has no simhash")
         return found.simhash
     if found.fingerprint is None:
         raise click.ClickException(

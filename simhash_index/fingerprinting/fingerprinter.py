@@ -49,9 +49,14 @@ class Signature:
     exact_only: bool = False
 
     @property
+    def near_simhash(self) -> int | None:
+        """The fingerprint this page is near-matched by; None when it is matched only exactly."""
+        return None if self.exact_only else self.simhash
+
+    @property
     def near_matchable(self) -> bool:
         """Whether this page takes part in simhash (near-duplicate) matching."""
-        return self.simhash is not None and not self.exact_only
+        return self.near_simhash is not None
 
 
 def text_hash(normalized_text: str) -> int:

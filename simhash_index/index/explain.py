@@ -69,7 +69,8 @@ def near(index: Index, signature: Signature, *, exclude: Found | None = None) ->
     """The stored pages within the index's max_distance of a signature, nearest then oldest
     first, each with its similarity (None without both sketches); `exclude`: the page asked
     about, left out, whose logged similarity to the page it duplicated is used."""
-    assert signature.simhash is not None
+    if signature.simhash is None:
+        raise ValueError("signature has no simhash (a text matched only exactly): it has no near pages to list")
     plain = Signature(signature.simhash, signature.text_hash, signature.sketch)
     pages = index.neighbourhood(exclude.key if exclude is not None else "", plain)
     found = []

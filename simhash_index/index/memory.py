@@ -68,9 +68,9 @@ class MemoryIndex(Index):
         self._pages[key] = page
         if signature.text_hash is not None:
             self._by_text[signature.text_hash].add(key)
-        if signature.near_matchable:
-            assert signature.simhash is not None
-            for i, value in enumerate(blocks(signature.simhash)):
+        fingerprint = signature.near_simhash
+        if fingerprint is not None:
+            for i, value in enumerate(blocks(fingerprint)):
                 self._by_block[i][value].add(key)
         self._log.pop(key, None)  # a stored page is nobody's duplicate
 
@@ -78,17 +78,17 @@ class MemoryIndex(Index):
         signature = page.signature
         if signature.text_hash is not None:
             self._by_text[signature.text_hash].discard(page.key)
-        if signature.near_matchable:
-            assert signature.simhash is not None
-            for i, value in enumerate(blocks(signature.simhash)):
+        fingerprint = signature.near_simhash
+        if fingerprint is not None:
+            for i, value in enumerate(blocks(fingerprint)):
                 self._by_block[i][value].discard(page.key)
 
     def _candidates(self, signature: Signature) -> list[StoredPage]:
-        if not signature.near_matchable:
+        fingerprint = signature.near_simhash
+        if fingerprint is None:
             return []
-        assert signature.simhash is not None
         keys: set[str] = set()
-        for i, value in enumerate(blocks(signature.simhash)):  # within 3 bits, a block is equal
+        for i, value in enumerate(blocks(fingerprint)):  # within 3 bits, a block is equal
             keys |= self._by_block[i].get(value, set())
         return [self._pages[key] for key in keys]
 

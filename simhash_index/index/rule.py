@@ -51,14 +51,14 @@ def distance(a: int, b: int) -> int:
 
 def near(signature: Signature, pages: Iterable[StoredPage], max_distance: int) -> list[tuple[int, StoredPage]]:
     """(distance, page) of the near-matchable pages within max_distance, nearest then oldest first."""
-    if not signature.near_matchable:
+    fingerprint = signature.near_simhash
+    if fingerprint is None:
         return []
-    assert signature.simhash is not None
     found = []
     for page in pages:
-        stored = page.signature.simhash
-        if stored is not None and page.signature.near_matchable:
-            bits = distance(stored, signature.simhash)
+        stored = page.signature.near_simhash
+        if stored is not None:
+            bits = distance(stored, fingerprint)
             if bits <= max_distance:
                 found.append((bits, page))
     found.sort(key=lambda pair: (pair[0], pair[1].order))

@@ -363,9 +363,9 @@ class SqlIndex(Index):
                 statement = pages_where(self.dialect, "text_hash", 1)
                 for row in fetch(conn, statement, in_parameters(self.dialect, [to_signed(signature.text_hash)])):
                     found[row[1]] = row_page(row, self.dialect)
-            if signature.near_matchable:
-                assert signature.simhash is not None
-                found.update((page.key, page) for page in self._near(conn, signature.simhash))
+            fingerprint = signature.near_simhash
+            if fingerprint is not None:
+                found.update((page.key, page) for page in self._near(conn, fingerprint))
         return sorted(found.values(), key=lambda page: page.order)
 
     def close(self) -> None:

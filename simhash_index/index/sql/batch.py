@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.engine import Connection
 
+from ...errors import IndexUnavailableError
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
@@ -124,10 +125,10 @@ class Stored:
 
     def nearby(self, position: int, signature: Signature) -> list[StoredPage]:
         found = [page for page in self._near[position] if page.key not in self._batch]
-        if signature.near_matchable and self._batch:
-            assert signature.simhash is not None
+        fingerprint = signature.near_simhash
+        if fingerprint is not None and self._batch:
             keys: set[str] = set()
-            for i, value in enumerate(contiguous_blocks(signature.simhash)):
+            for i, value in enumerate(contiguous_blocks(fingerprint)):
                 keys |= self._batch_blocks[i].get(value, set())
             found += [self._batch[key] for key in keys if key in self._batch]
         return found
@@ -136,9 +137,9 @@ class Stored:
         known = self.own(key)
         order = known.order if known is not None else _BATCH_ORDER + len(self._batch)
         self._batch[key] = StoredPage(key, signature, order)
-        if signature.near_matchable:
-            assert signature.simhash is not None
-            for i, value in enumerate(contiguous_blocks(signature.simhash)):
+        fingerprint = signature.near_simhash
+        if fingerprint is not None:
+            for i, value in enumerate(contiguous_blocks(fingerprint)):
                 self._batch_blocks[i].setdefault(value, set()).add(key)
 
     def row_id(self, key: str) -> int | None:
@@ -152,12 +153,12 @@ def near_pages(
 ) -> list[list[StoredPage]]:
     """For each signature, the stored near-matchable pages within max_distance."""
     dialect = conn.dialect.name
-    if dialect == "postgresql":
-        return _near_postgres(conn, layout, signatures, max_distance)
-    wanted = [(i, s.simhash) for i, s in enumerate(signatures) if s.near_matchable and s.simhash is not None]
+    wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
     found: list[list[StoredPage]] = [[] for _ in signatures]
     if not wanted:
         return found
+    if dialect == "postgresql":
+        return _near_postgres(conn, layout, wanted, found, max_distance)
     rows = fetch(conn, *layout.batch_candidates([fp for _, fp in wanted]))
     if not rows:
         return found
@@ -179,22 +180,23 @@ def near_pages(
 
 
 def _near_postgres(
-    conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
+    conn: Connection,
+    layout: Layout,
+    wanted: list[tuple[int, int]],
+    found: list[list[StoredPage]],
+    max_distance: int,
 ) -> list[list[StoredPage]]:
-    """Blocks: one statement for the whole batch. Halves: one statement a page, all sent in one
-    pipeline (one round trip)."""
-    wanted = [(i, s.simhash) for i, s in enumerate(signatures) if s.near_matchable and s.simhash is not None]
-    found: list[list[StoredPage]] = [[] for _ in signatures]
+    """`found` filled in at the positions `wanted` (position, fingerprint). Blocks: one statement
+    for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
     batch_sql = layout.near_batch_sql()
-    if not wanted:
-        return found
     if batch_sql is not None:
         rows = fetch(conn, batch_sql, layout.near_batch_parameters([fp for _, fp in wanted], max_distance))
         for n, *row in rows:
             found[wanted[n - 1][0]].append(row_page((row[0], row[1], row[2], 0, row[3], row[4], row[5]), "postgresql"))
         return found
     raw = conn.connection.dbapi_connection
-    assert raw is not None
+    if raw is None:
+        raise IndexUnavailableError("the database connection was closed in the middle of a batch")
     cursors = []
     with raw.pipeline():
         for _, fingerprint in wanted:

@@ -258,9 +258,9 @@ def advisory_lock_keys(signature: Signature, key_hash: int) -> list[tuple[int, i
     keys = [(_LOCK_SPACE + 5, _int32(key_hash))]
     if signature.text_hash is not None:
         keys.append((_LOCK_SPACE + 4, _int32(signature.text_hash)))
-    if signature.near_matchable:
-        assert signature.simhash is not None
-        keys += [(_LOCK_SPACE + i, value) for i, value in enumerate(contiguous_blocks(signature.simhash))]
+    fingerprint = signature.near_simhash
+    if fingerprint is not None:
+        keys += [(_LOCK_SPACE + i, value) for i, value in enumerate(contiguous_blocks(fingerprint))]
     return keys
 
 
