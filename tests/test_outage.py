@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,7 +154,11 @@ def test_database_lost_mid_crawl_stops_the_spider(cluster: Cluster, tmp_path: Pa
     assert len(result.kept) >= result.stat("simhash/kept") + result.stat("simhash/errors/db")
 
 
-def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, tmp_path: Path) -> None:
+def _crawl_through_an_outage(
+    cluster: Cluster, tmp_path: Path, interrupt: Callable[[Path], None], *settings: str
+) -> tuple[CrawlResult, int, int]:
+    """A crawl with SIMHASH_ON_DB_ERROR=pass, `interrupt(log)` run once pages are being decided:
+    the result, the pages the site has, and the decisions stored when the interruption was over."""
     root = tmp_path / "site"
     info = build_cluster_site(root, clusters=25, members=4, indexes=1)
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
@@ -165,62 +169,61 @@ def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, t
             log,
             "CONCURRENT_REQUESTS=2",
             "SIMHASH_ON_DB_ERROR=pass",
+            *settings,
             feeds(feed),
         )
         _wait_for_decisions(cluster.url, 8)
+        interrupt(log)
+        before = decided(cluster.url)
+        result = _result(crawl, log, feed)
+    return result, sum(len(c) for c in info["clusters"]) + 1, before
+
+
+def _assert_dedup_resumed_and_every_page_counted(
+    result: CrawlResult, cluster: Cluster, pages: int, before: int
+) -> None:
+    errors = result.stat("simhash/errors/db")
+    assert errors >= 1
+    assert decided(cluster.url) > before  # deduplicating again once the database was back
+    assert result.stat("simhash/kept") + result.stat("simhash/dropped") + errors == pages
+
+
+def test_database_lost_mid_crawl_passes_items_and_reconnects(cluster: Cluster, tmp_path: Path) -> None:
+    def restart(log: Path) -> None:
         cluster.stop()
         time.sleep(1.5)
         cluster.start()
-        before = decided(cluster.url)
-        result = _result(crawl, log, feed)
+
+    result, pages, before = _crawl_through_an_outage(cluster, tmp_path, restart)
     assert result.returncode == 0
     assert "Traceback" not in result.log
     assert "'finish_reason': 'finished'" in result.log
     assert result.log.count("items pass through un-deduplicated") == 1
-    errors = result.stat("simhash/errors/db")
-    assert errors >= 1
-    assert decided(cluster.url) > before  # deduplicating again once the database was back
-    pages = sum(len(c) for c in info["clusters"]) + 1
-    assert result.stat("simhash/kept") + result.stat("simhash/dropped") + errors == pages
+    _assert_dedup_resumed_and_every_page_counted(result, cluster, pages, before)
 
 
 FAST_TIMEOUTS = ("SIMHASH_CONNECT_TIMEOUT=2", "SIMHASH_STATEMENT_TIMEOUT=2")
 
 
 def test_a_frozen_database_passes_items_and_recovers(cluster: Cluster, tmp_path: Path) -> None:
-    root = tmp_path / "site"
-    info = build_cluster_site(root, clusters=25, members=4, indexes=1)
-    feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve(root, delay=0.3) as base:  # slow enough that pages are left to decide once it is thawed
-        crawl = start_crawl(
-            f"{base}/{info['indexes'][0]}",
-            cluster.url,
-            log,
-            "CONCURRENT_REQUESTS=2",
-            "SIMHASH_ON_DB_ERROR=pass",
-            *FAST_TIMEOUTS,
-            feeds(feed),
-        )
-        _wait_for_decisions(cluster.url, 8)
+    frozen_for: list[float] = []
+
+    def freeze_and_thaw(log: Path) -> None:
         cluster.freeze()
         try:
             deadline = time.monotonic() + 60
             while "no answer within" not in log.read_text() and time.monotonic() < deadline:
                 time.sleep(0.2)
-            frozen_for = time.monotonic()
+            frozen_for.append(time.monotonic())
             time.sleep(2)  # items keep flowing (passed through) while the server is frozen
         finally:
             cluster.thaw()
-        before = decided(cluster.url)
-        result = _result(crawl, log, feed)
+
+    result, pages, before = _crawl_through_an_outage(cluster, tmp_path, freeze_and_thaw, *FAST_TIMEOUTS)
     assert result.returncode == 0, result.log[-3000:]
     assert "Traceback" not in result.log and "'finish_reason': 'finished'" in result.log
-    assert "no answer within" in result.log and time.monotonic() > frozen_for
-    errors = result.stat("simhash/errors/db")
-    assert errors >= 1
-    assert decided(cluster.url) > before  # deduplicating again once the server was thawed
-    pages = sum(len(c) for c in info["clusters"]) + 1
-    assert result.stat("simhash/kept") + result.stat("simhash/dropped") + errors == pages
+    assert "no answer within" in result.log and time.monotonic() > frozen_for[0]
+    _assert_dedup_resumed_and_every_page_counted(result, cluster, pages, before)
 
 
 def test_a_frozen_database_at_start_closes_the_spider_in_time(cluster: Cluster, tmp_path: Path) -> None:
