@@ -51,6 +51,7 @@ TARGETS = {
 # Pages a writer generates before the start: enough for --seconds at a generous rate.
 CAPACITY = {"sqlite": 80000, "postgres": 40000, "redis": 80000}
 BASE: Templates | None = None  # set before forking: the writers inherit it
+PREFILLED: dict[str, int] = {}  # backend -> pages its index holds before every run
 
 
 def open_for(backend: str, url: str, prefix: str) -> Index:
@@ -75,7 +76,7 @@ def writer(
         dropped += sum(a is not None for a in answers)
     ended = time.perf_counter()
     index.close()
-    results.put((began, ended, done - 1, dropped, done >= len(items)))
+    results.put((began, ended, done - 1, dropped, done >= len(items), [key for key, _ in items[:done]]))
 
 
 def run(backend: str, url: str, prefix: str, batch: int, writers: int, seconds: float, seed: int) -> dict:
@@ -98,11 +99,42 @@ def run(backend: str, url: str, prefix: str, batch: int, writers: int, seconds: 
             raise RuntimeError(f"a {backend} writer failed (exit code {p.exitcode})")
     start, end = min(g[0] for g in got), max(g[1] for g in got)
     decisions = sum(g[2] for g in got)
+    restore(backend, url, prefix, [key for g in got for key in g[5]])
     return {
         "rate": decisions / (end - start),
         "dropped": sum(g[3] for g in got) / max(1, decisions),
         "exhausted": any(g[4] for g in got),
     }
+
+
+def restore(backend: str, url: str, prefix: str, keys: list[str]) -> None:
+    """Forget the pages a run decided, so that every run starts from the prefilled index
+    (a run adds tens of thousands of pages, and a bigger index decides more slowly)."""
+    index = open_for(backend, url, prefix)
+    index.forget(keys)
+    left = len(index)
+    index.close()
+    if left != PREFILLED[backend]:
+        raise RuntimeError(f"{backend}: {left:,} pages left after a run's were forgotten, not {PREFILLED[backend]:,}")
+    if backend == "postgres":
+        vacuum(url)
+
+
+def growth(url: str, prefill: int, step: int, steps: int) -> list[tuple[int, float]]:
+    """One writer's rate in batches of 64 on a new SQLite index of `prefill` pages as it grows
+    by `step` pages `steps` times: (pages stored at the end of the step, decisions/s over it)."""
+    assert BASE is not None
+    index = open_index(url)
+    index.add_many([(k, s) for k, s, _ in pages(BASE, prefill, 7, "prefill")], batch_size=10_000)
+    items = [(key, sig) for key, sig, _ in pages(BASE, step * steps, 4242, "growth")]
+    rates = []
+    for n in range(steps):
+        began = time.perf_counter()
+        for start in range(n * step, (n + 1) * step, 64):
+            index.check_and_add_many(items[start : start + 64])
+        rates.append((len(index), step / (time.perf_counter() - began)))
+    index.close()
+    return rates
 
 
 def profile(backend: str, url: str, prefix: str, batches: int = 30) -> str:
@@ -130,8 +162,9 @@ def profile(backend: str, url: str, prefix: str, batches: int = 30) -> str:
     return "\n".join(lines)
 
 
-def sqlite_wal_pages(url: str, batches: int = 10) -> float:
-    """4 KiB pages an SQLite batch of 64 writes to the WAL: the WAL emptied, `batches` run, its frames counted."""
+def sqlite_wal_pages(url: str, batches: int = 10) -> tuple[float, int]:
+    """Pages an SQLite batch of 64 writes to the WAL (the WAL emptied, `batches` run, its frames
+    counted), and the file's page size."""
     assert BASE is not None
     path = url.removeprefix("sqlite:///")
     index = open_index(url)
@@ -143,7 +176,8 @@ def sqlite_wal_pages(url: str, batches: int = 10) -> float:
     index.close()
     with sqlite3.connect(path) as conn:
         frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
-    return frames / batches
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    return frames / batches, page_size
 
 
 def main() -> None:
@@ -155,6 +189,8 @@ def main() -> None:
     parser.add_argument("--prefill", type=int, default=100_000, help="pages stored before the timed runs")
     parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     parser.add_argument("--redis-url", default=DEFAULT_REDIS)
+    parser.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
+    parser.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
@@ -175,6 +211,7 @@ def main() -> None:
             filled = [(k, s) for k, s, _ in pages(BASE, args.prefill, 7, "prefill")]
             t0 = time.perf_counter()
             index.add_many(filled, batch_size=10_000)
+            PREFILLED[backend] = len(index)
             index.close()
             if backend == "postgres":
                 vacuum(url)
@@ -200,10 +237,16 @@ def main() -> None:
                 )
         profiles = [profile(b, urls[b], prefix) for b in backends]
         if "sqlite" in backends:
-            wal = sqlite_wal_pages(urls["sqlite"])
+            wal, page_size = sqlite_wal_pages(urls["sqlite"])
             profiles.append(
-                f"sqlite: a batch of 64 writes {wal:.0f} pages of 4 KiB to the WAL ({wal / 64:.1f} a decision)"
+                f"sqlite: a batch of 64 writes {wal:.0f} pages of {page_size:,} bytes to the WAL "
+                f"({wal / 64:.1f} a decision)"
             )
+        grown = {}
+        if "sqlite" in backends and args.grow_steps:
+            for layout in ("blocks", "halves"):
+                url = f"sqlite:///{tmp / f'growth-{layout}.db'}?layout={layout}"
+                grown[layout] = growth(url, args.prefill, args.grow_step, args.grow_steps)
     load_after = machine()
     rows, verdicts = [], []
     for backend in backends:
@@ -244,7 +287,8 @@ figures within this table, and the ratios, rather than with another run's.
 Decisions/s of `index.check_and_add_many(batch)`: each writer a process of its own with its own connection,
 deciding fresh pages for {args.seconds:g} s; the aggregate rate is all writers' decisions over the time from their
 common start line to the last one's end. {args.rounds} interleaved rounds (every configuration once a round, in a
-shuffled order), medians. Each index first holds {args.prefill:,} pages (`add_many`). Pages: template crowds around
+shuffled order), medians. Each index first holds {args.prefill:,} pages (`add_many`), and every run starts from
+them: the pages a run decided are forgotten (`index.forget`) before the next. Pages: template crowds around
 {BASE.source} (`benchmarks/_pages.py`): a page is a template's fingerprint with 8-24 bits flipped and a sketch sharing
 half its slots with the template's, templates picked Zipf-like so a few are big crowds (two random generated
 pages are a median 31 bits apart, 5th percentile 23; in the eval corpus, non-duplicate pages of one repository 27,
@@ -256,7 +300,7 @@ a schema of its own; Redis on this machine, a key prefix of its own.
 {table(["backend", "batch", "1 writer /s", "4 writers /s (aggregate)", "4 vs 1", "dropped (1 / 4 writers)"], rows)}
 
 {chr(10).join(verdicts)}{note}
-
+{growth_text(grown, args.prefill, args.grow_step)}
 Where a batch of 64 spends its time (one writer, cProfile, top functions by own time):
 
 ```
@@ -267,6 +311,21 @@ Where a batch of 64 spends its time (one writer, cProfile, top functions by own 
     if not args.no_write:
         write_section("throughput", body)
         print("wrote the throughput section of docs/benchmarks.md")
+
+
+def growth_text(grown: dict[str, list[tuple[int, float]]], prefill: int, step: int) -> str:
+    if not grown:
+        return ""
+    blocks, halves = grown["blocks"], grown["halves"]
+    rows = [[f"{b[0]:,}", f"{b[1]:,.0f}", f"{h[1]:,.0f}"] for b, h in zip(blocks, halves)]
+    return f"""
+As the index grows: one writer in batches of 64 on a new SQLite index of {prefill:,} pages in each layout, each
+step deciding {step:,} more fresh pages (its rate taken over them; about a tenth are dropped). Crowds of similar
+pages share block values, so a blocks lookup reads more candidates as they grow; the halves layout's probes do
+not share a value that often (docs/scale.md, "Choosing a layout").
+
+{table(["pages stored after the step (blocks)", "blocks /s", "halves /s"], rows)}
+"""
 
 
 def _drop_redis(url: str, prefix: str) -> None:

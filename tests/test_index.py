@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from simhash_index import (
 from simhash_index.fingerprinting.simhash import to_unsigned
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.index.redis.backend import split_url
+from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE
 from simhash_index.index.sql.layouts import HALF_KEYS, half_probes
 from simhash_index.index.sql.statements import fetch
 
@@ -722,6 +724,26 @@ def test_a_new_sqlite_file_gets_its_folder(tmp_path):
     with pytest.raises(IndexNotFoundError, match=str(tmp_path / "absent")):
         SimhashIndex(f"sqlite:///{tmp_path / 'absent' / 'x.db'}", create=False)
     assert not (tmp_path / "absent").exists()  # looking created nothing
+
+
+def test_new_sqlite_files_get_small_pages_and_older_files_keep_theirs(tmp_path):
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    with sqlite3.connect(old) as conn:  # a file made before: 4 KiB pages, rollback journal
+        conn.execute("PRAGMA page_size=4096")
+        conn.execute("CREATE TABLE unrelated (x)")
+    a, b = far_apart(random.Random(43), 2)
+    for path in (new, old):
+        with SimhashIndex(f"sqlite:///{path}") as index:
+            assert index.check_and_add("https://a/", a) is None
+            assert index.check_and_add("https://b/", b) is None
+            assert index.check_and_add("https://a-copy/", a ^ 0b101).key == "https://a/"
+    page_sizes = {}
+    for path in (new, old):
+        with sqlite3.connect(path) as conn:
+            page_sizes[path.name] = conn.execute("PRAGMA page_size").fetchone()[0]
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert page_sizes == {"new.db": SQLITE_PAGE_SIZE, "old.db": 4096}
+    assert SQLITE_PAGE_SIZE < 4096
 
 
 def test_a_logged_duplicate_is_found_by_its_key(db_url):

@@ -139,6 +139,9 @@ def _postgres_arguments(url: URL, access: Access) -> dict[str, Any]:
     return {"connect_timeout": max(1, math.ceil(access.connect_timeout)), "options": " ".join(o for o in options if o)}
 
 
+SQLITE_PAGE_SIZE = 2048  # bytes, for files this package creates
+
+
 def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Engine:
     busy_ms = int(access.statement_timeout * 1000)
     connect_args: dict[str, Any] = {"timeout": access.statement_timeout, "check_same_thread": False}
@@ -157,6 +160,11 @@ def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Eng
         if access.read_only:
             cursor.execute("PRAGMA query_only=1")
         else:
+            # A new file only (a no-op on one with tables). A commit writes each changed page to
+            # the WAL with two system calls, and a batch changes about one leaf page per row in
+            # each of the table's seven B-trees: 2 KiB pages halve the bytes copied and summed.
+            # Set before WAL mode, whose switch writes the header that fixes the page size.
+            cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             _switch_to_wal(cursor, access.statement_timeout)
             cursor.execute("PRAGMA synchronous=NORMAL")
             # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the

@@ -119,7 +119,8 @@ class Layout:
         """SQLite: one statement reading the candidates of many fingerprints at once (as
         candidates_sql, the rows of every probe of every fingerprint), and its parameters."""
         if self.name == "blocks":
-            per_block = [sorted({self.blocks(fp)[i] for fp in fingerprints}) for i in range(4)]
+            blocks = [self.blocks(fp) for fp in fingerprints]
+            per_block = [sorted({b[i] for b in blocks}) for i in range(4)]
             parts = [
                 f"SELECT id, fingerprint, 0 FROM simhash_documents WHERE {c} IN ({', '.join(['?'] * len(values))})"
                 for c, values in zip(BLOCK_COLUMNS, per_block)
