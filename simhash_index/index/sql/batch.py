@@ -19,7 +19,7 @@ from ...errors import IndexUnavailableError
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
-from ..records import MASK64, Match, Policy, StoredPage, key_hash, to_signed
+from ..records import Match, Policy, StoredPage, key_hash, to_signed, to_unsigned
 from .engine import advisory_lock_keys
 from .layouts import Layout, contiguous_blocks
 from .statements import (
@@ -151,7 +151,8 @@ class Stored:
 def near_pages(
     conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
 ) -> list[list[StoredPage]]:
-    """For each signature, the stored near-matchable pages within max_distance."""
+    """For each signature, the stored pages within max_distance of it, oldest first (the
+    pages the rule matches by text only among them)."""
     dialect = conn.dialect.name
     wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
     found: list[list[StoredPage]] = [[] for _ in signatures]
@@ -159,23 +160,21 @@ def near_pages(
         return found
     if dialect == "postgresql":
         return _near_postgres(conn, layout, wanted, found, max_distance)
-    rows = fetch(conn, *layout.batch_candidates([fp for _, fp in wanted]))
-    if not rows:
-        return found
-    ids = np.array([row[0] for row in rows], dtype=np.int64)
-    stored = np.array([row[1] & MASK64 for row in rows], dtype=np.uint64)
-    usable = np.array([not row[2] for row in rows], dtype=bool)
     queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
-    near = (np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance) & usable[None, :]
-    hits = {int(row_id) for row_id in np.unique(ids[near.any(axis=0)])}
-    if not hits:
+    rows = fetch(conn, *layout.batch_candidates(queries.tolist()))
+    stored = np.unique(np.array([row[0] for row in rows], dtype=np.int64)).view(np.uint64)
+    near = np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance
+    hits = stored[near.any(axis=0)]
+    if not len(hits):
         return found
-    marks = ", ".join([MARKS[conn.dialect.paramstyle]] * len(hits))
-    rows = fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE id IN ({marks})", sorted(hits))
-    pages = {page.order: page for page in (row_page(row, dialect) for row in rows)}
+    where, parameters = layout.rows_with_fingerprints(hits.tolist())
+    by_fingerprint: dict[int, list[StoredPage]] = {}
+    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where} ORDER BY id", parameters):
+        page = row_page(row, dialect)
+        by_fingerprint.setdefault(to_unsigned(row[2]), []).append(page)
     for query in np.flatnonzero(near.any(axis=1)):
-        chosen = {int(row_id) for row_id in ids[near[query]]}
-        found[wanted[query][0]] = [pages[row_id] for row_id in sorted(chosen) if row_id in pages]
+        pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
+        found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)
     return found
 
 

@@ -167,10 +167,12 @@ def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Eng
             cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             _switch_to_wal(cursor, access.statement_timeout)
             cursor.execute("PRAGMA synchronous=NORMAL")
-            # Checkpoint every 10,000 WAL pages (40 MB) rather than 1,000: a checkpoint syncs the
-            # files, and frequent commits would pay for those syncs again and again.
-            # After a checkpoint the WAL file is cut back to 64 MiB.
-            cursor.execute("PRAGMA wal_autocheckpoint=10000")
+            # Checkpoint every 40 MB of WAL rather than every 1,000 pages: a checkpoint syncs the
+            # files and copies each changed page back once however often it changed, and frequent
+            # commits would pay for both again and again. After a checkpoint the WAL file is cut
+            # back to 64 MiB.
+            page_size = cursor.execute("PRAGMA page_size").fetchone()[0]  # older files: 4 KiB
+            cursor.execute(f"PRAGMA wal_autocheckpoint={40_000_000 // page_size}")
             cursor.execute("PRAGMA journal_size_limit=67108864")
         # 64 MiB page cache (the default is 2 MiB): index inserts land on random pages,
         # and with a million fingerprints stored a small cache rereads them for every row.

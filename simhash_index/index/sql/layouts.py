@@ -116,28 +116,47 @@ class Layout:
         return " UNION ALL ".join(parts)
 
     def batch_candidates(self, fingerprints: Sequence[int]) -> tuple[str, tuple[int, ...]]:
-        """SQLite: one statement reading the candidates of many fingerprints at once (as
-        candidates_sql, the rows of every probe of every fingerprint), and its parameters."""
+        """SQLite: one statement reading the fingerprints that may be near any of these (a
+        row found by several probes once per probe), and its parameters. Only the fingerprint
+        is read: each row costs as much to hand to Python as to find. (Halves: rows matched
+        only by their text are found too; the rule leaves them out.)"""
         if self.name == "blocks":
-            blocks = [self.blocks(fp) for fp in fingerprints]
-            per_block = [sorted({b[i] for b in blocks}) for i in range(4)]
-            parts = [
-                f"SELECT id, fingerprint, 0 FROM simhash_documents WHERE {c} IN ({', '.join(['?'] * len(values))})"
-                for c, values in zip(BLOCK_COLUMNS, per_block)
-            ]
-            return " UNION ALL ".join(parts), tuple(v for values in per_block for v in values)
+            columns: Sequence[str] = BLOCK_COLUMNS
+            values = self._block_values(fingerprints)
+        else:
+            columns = tuple(HALF_KEYS.values())
+            values = self._half_values(fingerprints)
+        parts = [
+            f"SELECT fingerprint FROM simhash_documents WHERE {column} IN ({', '.join(['?'] * len(probes))})"
+            for column, probes in zip(columns, values)
+        ]
+        return " UNION ALL ".join(parts), tuple(v for probes in values for v in probes)
+
+    def rows_with_fingerprints(self, fingerprints: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+        """SQLite: a WHERE clause for the rows whose fingerprint is one of these (found through
+        the first block's index, or the low half's), and its parameters."""
+        probes = self._block_values(fingerprints)[0] if self.name == "blocks" else self._half_values(fingerprints, 0)[0]
+        column = BLOCK_COLUMNS[0] if self.name == "blocks" else HALF_KEYS["low_half"]
+        signed = sorted({to_signed(fp) for fp in fingerprints})
+        where = f"{column} IN ({', '.join(['?'] * len(probes))}) AND fingerprint IN ({', '.join(['?'] * len(signed))})"
+        return where, (*probes, *signed)
+
+    def _block_values(self, fingerprints: Sequence[int]) -> list[list[int]]:
+        """Per block column, the sorted values the fingerprints have in it."""
+        blocks = [self.blocks(fp) for fp in fingerprints]
+        return [sorted({b[i] for b in blocks}) for i in range(4)]
+
+    @staticmethod
+    def _half_values(fingerprints: Sequence[int], flips: int = 32) -> list[list[int]]:
+        """Per HALF_KEYS expression, the sorted values probed: each fingerprint's half and, with
+        `flips` 32, every value one bit off it (0: the half itself)."""
         low: set[int] = set()
         high: set[int] = set()
         for fp in fingerprints:
             lows, highs = half_probes(fp)
-            low.update(lows)
-            high.update(highs)
-        halves = (sorted(low), sorted(high))
-        parts = [
-            f"SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {e} IN ({', '.join(['?'] * len(values))})"
-            for e, values in zip(HALF_KEYS.values(), halves)
-        ]
-        return " UNION ALL ".join(parts), (*halves[0], *halves[1])
+            low.update(lows[: flips + 1])
+            high.update(highs[: flips + 1])
+        return [sorted(low), sorted(high)]
 
     def candidates_parameters(self, fingerprint: int) -> tuple[int, ...]:
         if self.name == "blocks":
