@@ -27,6 +27,7 @@ from .statements import (
     PAGE_COLUMNS,
     by_key_or_text,
     db_time,
+    delete_where,
     document_row,
     execute_many,
     fetch,
@@ -221,9 +222,8 @@ def _write(
 ) -> None:
     mark = MARKS[conn.dialect.paramstyle]
     execute_many(conn, upsert_documents(layout, mark), list(documents.values()))
-    # a stored page is nobody's duplicate (psycopg pipelines the deletes: one round trip)
-    unlogged = [(stored.hashes[key],) for key in documents]
-    execute_many(conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", unlogged)
+    # a stored page is nobody's duplicate
+    delete_where(conn, "simhash_duplicates", "key_hash", [stored.hashes[key] for key in documents])
     if not logged:
         return
     targets = {match.key for _, match in logged.values()}

@@ -7,41 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from ..base import Forgotten
 from ..records import key_hash
-from .statements import MARKS, fetch
+from .statements import MARKS, delete_where, fetch, in_parameters, one_of
 
 CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
 
 Transaction = Callable[[], AbstractContextManager[Connection]]
 
 
-def _in(conn: Connection, column: str, count: int) -> str:
-    """`column` is one of `count` parameters (one array on PostgreSQL)."""
-    if conn.dialect.name == "postgresql":
-        return f"{column} = ANY(%s::bigint[])"
-    return f"{column} IN ({', '.join(['?'] * count)})"
-
-
-def _values(conn: Connection, values: Sequence[int]) -> tuple[Any, ...]:
-    return (list(values),) if conn.dialect.name == "postgresql" else tuple(values)
-
-
-def _delete(conn: Connection, table: str, column: str, values: Sequence[int]) -> int:
-    if not values:
-        return 0
-    result = conn.exec_driver_sql(f"DELETE FROM {table} WHERE {_in(conn, column, len(values))}", _values(conn, values))
-    return int(result.rowcount)
-
-
 def remove_pages(conn: Connection, ids: Sequence[int]) -> Forgotten:
     """Delete these documents rows and the duplicates logged against them."""
-    duplicates = _delete(conn, "simhash_duplicates", "duplicate_of_id", ids)
-    return Forgotten(_delete(conn, "simhash_documents", "id", ids), duplicates)
+    duplicates = delete_where(conn, "simhash_duplicates", "duplicate_of_id", ids)
+    return Forgotten(delete_where(conn, "simhash_documents", "id", ids), duplicates)
 
 
 def forget(transaction: Transaction, keys: Sequence[str]) -> Forgotten:
@@ -52,11 +33,12 @@ def forget(transaction: Transaction, keys: Sequence[str]) -> Forgotten:
         wanted = set(chunk)
         hashes = [key_hash(key) for key in chunk]
         with transaction() as conn:
-            where = _in(conn, "key_hash", len(hashes))
-            rows = fetch(conn, f"SELECT id, key FROM simhash_documents WHERE {where}", _values(conn, hashes))
+            where, values = one_of(conn.dialect.name, "key_hash", len(hashes)), in_parameters(conn.dialect.name, hashes)
+            rows = fetch(conn, f"SELECT id, key FROM simhash_documents WHERE {where}", values)
             total += remove_pages(conn, [row_id for row_id, key in rows if key in wanted])
-            logged = fetch(conn, f"SELECT id, key FROM simhash_duplicates WHERE {where}", _values(conn, hashes))
-            total += Forgotten(0, _delete(conn, "simhash_duplicates", "id", [i for i, key in logged if key in wanted]))
+            logged = fetch(conn, f"SELECT id, key FROM simhash_duplicates WHERE {where}", values)
+            forgotten = delete_where(conn, "simhash_duplicates", "id", [i for i, key in logged if key in wanted])
+            total += Forgotten(0, forgotten)
     return total
 
 
@@ -76,7 +58,7 @@ def prune(transaction: Transaction, before: object) -> Forgotten:
                 if table == "simhash_documents":
                     total += remove_pages(conn, ids)
                 else:
-                    total += Forgotten(0, _delete(conn, table, "id", ids))
+                    total += Forgotten(0, delete_where(conn, table, "id", ids))
             last = ids[-1]
     return total
 

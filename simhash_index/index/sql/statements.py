@@ -59,10 +59,14 @@ def upsert_duplicates(mark: str, *, evidence: bool = True) -> str:
     )
 
 
+def one_of(dialect: str, column: str, count: int) -> str:
+    """A condition: `column` is one of `count` integers (bound as in_parameters gives them)."""
+    return f"{column} = ANY(%s::bigint[])" if dialect == "postgresql" else f"{column} IN ({', '.join(['?'] * count)})"
+
+
 def pages_where(dialect: str, column: str, count: int) -> str:
     """SELECT the rule's columns of the pages whose `column` is one of `count` values."""
-    test = "= ANY(%s::bigint[])" if dialect == "postgresql" else f"IN ({', '.join(['?'] * count)})"
-    return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {column} {test}"
+    return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {one_of(dialect, column, count)}"
 
 
 def by_key_or_text(dialect: str, key_hashes: Sequence[int], text_hashes: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
@@ -75,8 +79,17 @@ def by_key_or_text(dialect: str, key_hashes: Sequence[int], text_hashes: Sequenc
     return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", (*key_hashes, *text_hashes)
 
 
+def delete_where(conn: Connection, table: str, column: str, values: Sequence[int]) -> int:
+    """Delete the rows of `table` whose `column` is one of `values`; how many there were."""
+    if not values:
+        return 0
+    dialect = conn.dialect.name
+    statement = f"DELETE FROM {table} WHERE {one_of(dialect, column, len(values))}"
+    return int(conn.exec_driver_sql(statement, in_parameters(dialect, values)).rowcount)
+
+
 def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
-    """The parameters of pages_where: one array on PostgreSQL, each value on SQLite."""
+    """The parameters of one_of and pages_where: one array on PostgreSQL, each value on SQLite."""
     return (list(values),) if dialect == "postgresql" else tuple(values)
 
 
