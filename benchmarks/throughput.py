@@ -49,7 +49,8 @@ TARGETS = {
     ("redis", 64, 4): 10000,
 }
 # Pages a writer generates before the start: enough for --seconds at a generous rate.
-CAPACITY = {"sqlite": 80000, "postgres": 40000, "redis": 80000}
+CAPACITY = {"sqlite": 160000, "postgres": 100000, "redis": 160000}
+SINGLE_CAPACITY = 30000  # the same for batches of 1
 BASE: Templates | None = None  # set before forking: the writers inherit it
 PREFILLED: dict[str, int] = {}  # backend -> pages its index holds before every run
 
@@ -82,7 +83,7 @@ def writer(
 def run(backend: str, url: str, prefix: str, batch: int, writers: int, seconds: float, seed: int) -> dict:
     fork = multiprocessing.get_context("fork")
     barrier, results = fork.Barrier(writers), fork.Queue()
-    count = CAPACITY[backend] // writers if batch > 1 else 12000 // writers
+    count = (CAPACITY[backend] if batch > 1 else SINGLE_CAPACITY) // writers
     procs = [
         fork.Process(
             target=writer,
