@@ -68,6 +68,7 @@ BAD = [
     ("SIMHASH_KEY", "no.such.function", "SIMHASH_KEY: cannot import"),
     ("SIMHASH_KEY", 42, "SIMHASH_KEY must be a function"),
     ("SIMHASH_CANONICALIZE_URL", "sometimes", "SIMHASH_CANONICALIZE_URL must be True or False"),
+    ("SIMHASH_EXTRACT_FAST", "quickly", "SIMHASH_EXTRACT_FAST must be True or False"),
     ("SIMHASH_WORKERS", -1, "SIMHASH_WORKERS must be at least 0"),
     ("SIMHASH_WORKERS", 1.5, "SIMHASH_WORKERS must be an integer"),
     ("SIMHASH_WORKER_TIMEOUT", 0, "SIMHASH_WORKER_TIMEOUT must be at least"),
@@ -183,6 +184,30 @@ def test_key_function_and_url_canonicalisation(tmp_path: Path) -> None:
     assert again == "kept"  # the same key: a stored page is not a duplicate of itself
     with SimhashIndex(f"sqlite:///{tmp_path}/canonical.db", scheme=None) as index:
         assert index.get("http://k/page?a=1&b=2") is not None and len(index) == 1
+
+
+# trafilatura's fallback extractors give this page another text than its fast mode does
+SPANS_HTML = (
+    "<html><body><main><span>"
+    + "</span><span>".join(f"Word group {i} about gardens and rain." for i in range(60))
+    + "</span></main></body></html>"
+)
+
+
+def test_extract_fast_skips_trafilaturas_fallbacks(tmp_path: Path) -> None:
+    import trafilatura
+
+    wanted = {fast: trafilatura.extract(SPANS_HTML, fast=fast) for fast in (False, True)}
+    assert wanted[False] != wanted[True]
+    kept = {}
+    for fast in (False, True):
+        url = f"sqlite:///{tmp_path}/{fast}.db"
+        pipeline = started(url, SIMHASH_EXTRACT_FAST=fast, SIMHASH_KEEP_TEXTS=True)
+        assert outcome(pipeline, {"url": "http://t/spans", "html": SPANS_HTML}) == "kept"
+        pipeline.stop()
+        with SimhashIndex(url) as index:
+            kept[fast] = index.text("http://t/spans")
+    assert kept == wanted
 
 
 def test_workers_timeout_and_batch_size(tmp_path: Path) -> None:

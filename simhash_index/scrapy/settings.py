@@ -232,6 +232,7 @@ def _extract_options(settings: BaseSettings) -> ExtractOptions:
             include_comments=read.boolean("EXTRACT_COMMENTS", True),
             include_tables=read.boolean("EXTRACT_TABLES", True),
             max_bytes=read.integer("EXTRACT_MAX_BYTES", ExtractOptions().max_bytes, 1, None),
+            fast=read.boolean("EXTRACT_FAST", False),
         )
     except ValueError as exc:
         message = str(exc)
