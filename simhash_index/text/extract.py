@@ -20,8 +20,8 @@ class ExtractionError(ValueError):
 @dataclass(frozen=True)
 class ExtractOptions:
     """How the main text is extracted (trafilatura's options of the same names). `fast`
-    skips trafilatura's fallback extractors: about 1.3x faster, other text on some pages
-    (docs/benchmarks.md, "Crawl of the eval corpus")."""
+    skips trafilatura's fallback extractors: faster, and another text on some pages
+    (docs/benchmarks.md, "Crawl of the eval corpus: reading the figures")."""
 
     favor: str | None = None
     include_comments: bool = True
