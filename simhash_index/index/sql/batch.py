@@ -152,8 +152,8 @@ class Stored:
 def near_pages(
     conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
 ) -> list[list[StoredPage]]:
-    """For each signature, the stored pages within max_distance of it, oldest first (the
-    pages the rule matches by text only among them)."""
+    """For each signature, the stored pages within max_distance of it, oldest first (in the
+    halves layout, pages matched only by their text may be among them: the rule leaves them out)."""
     dialect = conn.dialect.name
     wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
     found: list[list[StoredPage]] = [[] for _ in signatures]
