@@ -108,6 +108,12 @@ def run(backend: str, url: str, prefix: str, batch: int, writers: int, seconds: 
     }
 
 
+def fill(index: Index, count: int) -> None:
+    """Store `count` pages, the same every time (`add_many`, no checks): the prefilled index."""
+    assert BASE is not None
+    index.add_many([(k, s) for k, s, _ in pages(BASE, count, 7, "prefill")], batch_size=10_000)
+
+
 def restore(backend: str, url: str, prefix: str, keys: list[str]) -> None:
     """Forget the pages a run decided, so that every run starts from the prefilled index
     (a run adds tens of thousands of pages, and a bigger index decides more slowly)."""
@@ -126,7 +132,7 @@ def growth(url: str, prefill: int, step: int, steps: int) -> list[tuple[int, flo
     by `step` pages `steps` times: (pages stored at the end of the step, decisions/s over it)."""
     assert BASE is not None
     index = open_index(url)
-    index.add_many([(k, s) for k, s, _ in pages(BASE, prefill, 7, "prefill")], batch_size=10_000)
+    fill(index, prefill)
     items = [(key, sig) for key, sig, _ in pages(BASE, step * steps, 4242, "growth")]
     rates = []
     for n in range(steps):
@@ -209,9 +215,8 @@ def main() -> None:
             }[backend]
             urls[backend] = url
             index = open_for(backend, url, prefix)
-            filled = [(k, s) for k, s, _ in pages(BASE, args.prefill, 7, "prefill")]
             t0 = time.perf_counter()
-            index.add_many(filled, batch_size=10_000)
+            fill(index, args.prefill)
             PREFILLED[backend] = len(index)
             index.close()
             if backend == "postgres":

@@ -19,7 +19,7 @@ from ...errors import IndexUnavailableError
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
-from ..records import Match, Policy, StoredPage, key_hash, to_signed, to_unsigned
+from ..records import Match, Policy, StoredPage, key_hash, to_signed
 from .engine import advisory_lock_keys
 from .layouts import Layout, contiguous_blocks
 from .statements import (
@@ -169,10 +169,10 @@ def near_pages(
     if not len(hits):
         return found
     where, parameters = layout.rows_with_fingerprints(hits.tolist())
-    by_fingerprint: dict[int, list[StoredPage]] = {}
-    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where} ORDER BY id", parameters):
+    by_fingerprint: dict[int | None, list[StoredPage]] = {}
+    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters):
         page = row_page(row, dialect)
-        by_fingerprint.setdefault(to_unsigned(row[2]), []).append(page)
+        by_fingerprint.setdefault(page.signature.simhash, []).append(page)
     for query in np.flatnonzero(near.any(axis=1)):
         pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
         found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)

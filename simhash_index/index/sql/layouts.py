@@ -135,8 +135,10 @@ class Layout:
     def rows_with_fingerprints(self, fingerprints: Sequence[int]) -> tuple[str, tuple[int, ...]]:
         """SQLite: a WHERE clause for the rows whose fingerprint is one of these (found through
         the first block's index, or the low half's), and its parameters."""
-        probes = self._block_values(fingerprints)[0] if self.name == "blocks" else self._half_values(fingerprints, 0)[0]
-        column = BLOCK_COLUMNS[0] if self.name == "blocks" else HALF_KEYS["low_half"]
+        if self.name == "blocks":
+            column, probes = BLOCK_COLUMNS[0], self._block_values(fingerprints)[0]
+        else:  # a fingerprint's own low half is its first probe
+            column, probes = HALF_KEYS["low_half"], sorted({half_probes(fp)[0][0] for fp in fingerprints})
         signed = sorted({to_signed(fp) for fp in fingerprints})
         where = f"{column} IN ({', '.join(['?'] * len(probes))}) AND fingerprint IN ({', '.join(['?'] * len(signed))})"
         return where, (*probes, *signed)
@@ -147,15 +149,15 @@ class Layout:
         return [sorted({b[i] for b in blocks}) for i in range(4)]
 
     @staticmethod
-    def _half_values(fingerprints: Sequence[int], flips: int = 32) -> list[list[int]]:
-        """Per HALF_KEYS expression, the sorted values probed: each fingerprint's half and, with
-        `flips` 32, every value one bit off it (0: the half itself)."""
+    def _half_values(fingerprints: Sequence[int]) -> list[list[int]]:
+        """Per HALF_KEYS expression, the sorted values probed: each fingerprint's half and every
+        value one bit off it."""
         low: set[int] = set()
         high: set[int] = set()
         for fp in fingerprints:
             lows, highs = half_probes(fp)
-            low.update(lows[: flips + 1])
-            high.update(highs[: flips + 1])
+            low.update(lows)
+            high.update(highs)
         return [sorted(low), sorted(high)]
 
     def candidates_parameters(self, fingerprint: int) -> tuple[int, ...]:
