@@ -5,9 +5,9 @@ from __future__ import annotations
 DATABASE_URL = "sqlite:///simhash.db"
 DATABASE_URL_ENV = "SIMHASH_DATABASE_URL"  # read by the command line and the crawl
 
-# The index's lookups find every stored fingerprint within 3 bits (pigeonhole over four 16-bit
-# blocks, or two 32-bit halves probed one bit off): no layout supports more.
-MAX_SUPPORTED_DISTANCE = 3
+# The largest search radius any index answers (the blocks layout's probes, index/probes.py;
+# the halves layout answers up to 5).
+MAX_SUPPORTED_DISTANCE = 7
 MAX_DISTANCE = 3
 # Estimated Jaccard similarity a simhash candidate's sketch must reach to be a duplicate;
 # measured on real pages (docs/accuracy.md).

@@ -30,7 +30,8 @@ from simhash_index.fingerprinting.simhash import to_unsigned
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE
-from simhash_index.index.sql.layouts import HALF_KEYS, half_probes
+from simhash_index.index.probes import MAX_HALVES_RADIUS
+from simhash_index.index.sql.layouts import HALF_KEYS, Layout
 from simhash_index.index.sql.statements import fetch
 
 TOP = 1 << 63
@@ -170,8 +171,8 @@ def test_query_finds_everything_within_max_distance_nearest_first(db_url, max_di
     assert all(m.fingerprint == stored[m.key] for m in matches)
 
 
-@pytest.mark.parametrize("max_distance", [-1, 4, 64, 2.0, "3"])
-def test_max_distance_outside_0_to_3(sqlite_url, max_distance):
+@pytest.mark.parametrize("max_distance", [-1, 8, 64, 2.0, "3"])
+def test_max_distance_outside_0_to_7(sqlite_url, max_distance):
     with pytest.raises(ValueError, match="max_distance"):
         SimhashIndex(sqlite_url, max_distance=max_distance)
 
@@ -420,11 +421,18 @@ def test_repr_hides_the_password(postgres_url):
 # -- the half lookups: exactly what a scan finds, through the indexes --------------------------------
 
 
-def lookup_statement(index, dialect: str, fingerprint: int) -> tuple[str, tuple]:
+def lookup_statement(index, dialect: str, fingerprint: int, radius: int) -> tuple[str, tuple]:
     """What query() runs first: SQLite's candidate lookups, or PostgreSQL's whole query."""
     if dialect == "postgresql":
-        return index.layout.near_sql(), index.layout.near_parameters(fingerprint, index.max_distance)
-    return index.layout.candidates_sql(dialect), index.layout.candidates_parameters(fingerprint)
+        return index.layout.near(fingerprint, radius)
+    return index.layout.candidates(fingerprint, radius)
+
+
+def batch_statement(index, dialect: str, fingerprints: list[int], radius: int) -> tuple[str, tuple]:
+    """What a batch runs to find its candidates (PostgreSQL halves: one lookup a page)."""
+    if dialect == "postgresql":
+        return index.layout.near_batch(fingerprints, radius) or index.layout.near(fingerprints[0], radius)
+    return index.layout.batch_candidates(fingerprints, radius)
 
 
 LOOKUP_INDEXES = {
@@ -448,10 +456,16 @@ def test_lookups_use_the_layouts_indexes(request, backend, layout):
                 conn.exec_driver_sql("ANALYZE simhash_documents")
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # 2,000 rows: a scan could be cheaper
                 explain = "EXPLAIN "
-            statement, parameters = lookup_statement(index, name, 5)
-            plan = " ".join(str(row) for row in fetch(conn, explain + statement, parameters))
-        assert all(name in plan for name in LOOKUP_INDEXES[layout]), plan
-        assert "SCAN simhash_documents" not in plan and "Seq Scan" not in plan, plan
+            plans = []
+            for radius in range(3, index.layout.max_radius + 1):  # below 3, fewer columns are probed
+                statement, parameters = lookup_statement(index, name, 5, radius)
+                plans.append(fetch(conn, explain + statement, parameters))
+                # a batch of 64: long probe lists travel as one JSON array on SQLite
+                statement, parameters = batch_statement(index, name, list(range(5, 5 + 64 * 997, 997)), radius)
+                plans.append(fetch(conn, explain + statement, parameters))
+        for plan in (" ".join(str(row) for row in rows) for rows in plans):
+            assert all(name in plan for name in LOOKUP_INDEXES[layout]), plan
+            assert "SCAN simhash_documents" not in plan and "Seq Scan" not in plan, plan
 
 
 def test_queries_leave_pooled_postgres_connections_transactional(postgres_url):
@@ -470,6 +484,10 @@ def test_queries_leave_pooled_postgres_connections_transactional(postgres_url):
 
 
 EDGE_FINGERPRINTS = [0, 1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**63 + 2**31, 2**64 - 1]
+
+
+def half_probes(fingerprint: int, radius: int = 3) -> list[list[int]]:
+    return Layout("halves").probes(fingerprint, radius)
 
 
 def half_keys(fingerprint: int) -> tuple[int, int]:
@@ -498,13 +516,22 @@ def test_half_keys_are_what_the_database_indexes(request, backend):
 def planted(draw):
     query = draw(st.integers(0, 2**64 - 1))
     stored = draw(st.lists(st.integers(0, 2**64 - 1), max_size=30))
-    for distance in [*range(7), *draw(st.lists(st.integers(0, 6), max_size=10))]:
+    for distance in [*range(10), *draw(st.lists(st.integers(0, 9), max_size=10))]:
         stored.append(flip(query, draw(st.sets(st.integers(0, 63), min_size=distance, max_size=distance))))
     return query, stored
 
 
+RADII = range(8)
+
+
+def open_at_radii(url: str) -> list:
+    """An index of this URL at every radius its layout answers."""
+    largest = MAX_HALVES_RADIUS if "layout=halves" in url else max(RADII)
+    return [SimhashIndex(url, max_distance=d) for d in RADII if d <= largest]
+
+
 def test_query_equals_brute_force(db_url):
-    indexes = [SimhashIndex(db_url, max_distance=d) for d in range(4)]
+    indexes = open_at_radii(db_url)
     try:
 
         @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -525,6 +552,56 @@ def test_query_equals_brute_force(db_url):
     finally:
         for index in indexes:
             index.close()
+
+
+def block_patterns(total: int) -> list[tuple[int, int, int, int]]:
+    """Every way to spread `total` flipped bits over the four 16-bit blocks."""
+    return [
+        (a, b, c, total - a - b - c)
+        for a in range(total + 1)
+        for b in range(total + 1 - a)
+        for c in range(total + 1 - a - b)
+        if total - a - b - c <= 16
+    ]
+
+
+def test_every_block_pattern_is_found_within_the_radius_and_not_beyond(db_url):
+    """Fingerprints planted at exactly r and r+1 bits, the bits spread over the blocks in every
+    way (and both in and out of the halves), are found by a query at radius r, and only those."""
+    rng = random.Random(7)
+    query = rng.getrandbits(64)
+    planted = {}
+    for total in range(max(RADII) + 2):
+        for pattern in block_patterns(total):
+            bits = [16 * block + bit for block, count in enumerate(pattern) for bit in rng.sample(range(16), count)]
+            planted[f"{total}:{pattern}"] = flip(query, bits)
+    pages = [(f"new:{key}", fp) for key, fp in planted.items()]
+    rng.shuffle(pages)
+    indexes = open_at_radii(db_url)
+    try:
+        for radius, index in enumerate(indexes):
+            empty(db_url)
+            index.add_many(planted.items())
+            found = {match.key: match.distance for match in index.query(query)}
+            assert found == {key: hamming(fp, query) for key, fp in planted.items() if hamming(fp, query) <= radius}
+            # a batch finds them too: each page decided as the brute-force memory index decides it
+            empty(db_url)
+            index.add("centre", query)
+            with SimhashIndex("memory://", max_distance=radius) as model:
+                model.add("centre", query)
+                expected = [_answer(m) for m in model.check_and_add_many(pages)]
+            assert [_answer(m) for m in index.check_and_add_many(pages)] == expected
+    finally:
+        for index in indexes:
+            index.close()
+
+
+def test_the_halves_layout_refuses_a_radius_it_cannot_answer(request):
+    url = request.getfixturevalue("sqlite_url")
+    with SimhashIndex(url, layout="halves", max_distance=MAX_HALVES_RADIUS) as index:
+        assert index.max_distance == MAX_HALVES_RADIUS
+    with pytest.raises(ValueError, match=r"halves layout answers a search radius of at most 5 bits; got 6"):
+        SimhashIndex(url, max_distance=MAX_HALVES_RADIUS + 1)
 
 
 # -- property: check_and_add follows its documented rules ------------------------------------------
@@ -573,21 +650,22 @@ def operations(draw):
     ops = []
     for _ in range(draw(st.integers(1, 25))):
         key = draw(st.sampled_from("abcdefgh"))
-        fp = flip(draw(st.sampled_from(centres)), draw(st.sets(st.integers(0, 63), max_size=5)))
+        fp = flip(draw(st.sampled_from(centres)), draw(st.sets(st.integers(0, 63), max_size=9)))
         text_hash = draw(st.sampled_from([None, 1, 2, 2**64 - 1]))
         # one text is one length: whether it is short (exact only) goes with its text hash
         ops.append((key, Signature(fp, text_hash, exact_only=text_hash == 1)))
-    return draw(st.integers(0, 3)), ops
+    return draw(st.integers(0, max(RADII))), ops
 
 
 def test_check_and_add_follows_the_model(db_url):
-    indexes = [SimhashIndex(db_url, max_distance=d) for d in range(4)]
+    indexes = open_at_radii(db_url)
     try:
 
         @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(operations())
         def check(case):
             max_distance, ops = case
+            max_distance = min(max_distance, len(indexes) - 1)
             empty(db_url)
             index, model = indexes[max_distance], Model(max_distance)
             for key, sig in ops:

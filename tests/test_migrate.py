@@ -140,9 +140,9 @@ def test_version_1_is_upgraded_when_opened(request, backend, without_indexes):
             explain = "EXPLAIN QUERY PLAN " if name == "sqlite" else "EXPLAIN "
             halves = Layout("halves")
             if name == "postgresql":
-                statement, parameters = halves.near_sql(), halves.near_parameters(NEAR, index.max_distance)
+                statement, parameters = halves.near(NEAR, index.max_distance)
             else:
-                statement, parameters = halves.candidates_sql(name), halves.candidates_parameters(NEAR)
+                statement, parameters = halves.candidates(NEAR, index.max_distance)
             plan = str(fetch(conn, explain + statement, parameters))
             indexes = index_names(conn)
     assert version == SCHEMA_VERSION

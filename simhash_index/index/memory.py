@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..fingerprinting.fingerprinter import DEFAULT, Signature
-from ..fingerprinting.simhash import blocks
 from . import rule
 from .base import Description, Forgotten, Index, Page
 from .records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
@@ -31,7 +30,7 @@ class _Logged:
 
 
 class MemoryIndex(Index):
-    """Pages in dicts: by key, by text hash, and by each 16-bit block of the fingerprint."""
+    """Pages in dicts, by key and by text hash; near pages found by comparing with every page."""
 
     def __init__(
         self, url: str = "memory://", *, policy: Policy = DEFAULT_POLICY, scheme: str | None = DEFAULT.scheme
@@ -43,7 +42,6 @@ class MemoryIndex(Index):
         self._order = itertools.count(1)
         self._pages: dict[str, StoredPage] = {}
         self._by_text: dict[int, set[str]] = defaultdict(set)
-        self._by_block: list[dict[int, set[str]]] = [defaultdict(set) for _ in range(4)]
         self._log: dict[str, _Logged] = {}
         self._log_order = itertools.count(1)
         self._kept_texts: dict[str, bytes] = {}
@@ -68,29 +66,17 @@ class MemoryIndex(Index):
         self._pages[key] = page
         if signature.text_hash is not None:
             self._by_text[signature.text_hash].add(key)
-        fingerprint = signature.near_simhash
-        if fingerprint is not None:
-            for i, value in enumerate(blocks(fingerprint)):
-                self._by_block[i][value].add(key)
         self._log.pop(key, None)  # a stored page is nobody's duplicate
 
     def _unindex(self, page: StoredPage) -> None:
         signature = page.signature
         if signature.text_hash is not None:
             self._by_text[signature.text_hash].discard(page.key)
-        fingerprint = signature.near_simhash
-        if fingerprint is not None:
-            for i, value in enumerate(blocks(fingerprint)):
-                self._by_block[i][value].discard(page.key)
 
     def _candidates(self, signature: Signature) -> list[StoredPage]:
-        fingerprint = signature.near_simhash
-        if fingerprint is None:
-            return []
-        keys: set[str] = set()
-        for i, value in enumerate(blocks(fingerprint)):  # within 3 bits, a block is equal
-            keys |= self._by_block[i].get(value, set())
-        return [self._pages[key] for key in keys]
+        """Every stored page, when this one is near-matchable: a brute-force search, the
+        reference the database backends' probes are tested against (the rule checks the distance)."""
+        return list(self._pages.values()) if signature.near_simhash is not None else []
 
     # -- the interface -------------------------------------------------------------------
 

@@ -78,8 +78,8 @@ class Policy:
             or not 0 <= self.max_distance <= limit
         ):
             raise ValueError(
-                f"max_distance must be an integer from 0 to {limit} (the index's lookups find every match "
-                f"within {limit} bits); got {self.max_distance!r}"
+                f"max_distance must be an integer from 0 to {limit} (the widest radius the index searches); "
+                f"got {self.max_distance!r}"
             )
         if not isinstance(self.min_similarity, (int, float)) or not 0.0 <= self.min_similarity <= 1.0:
             raise ValueError(f"min_similarity must be between 0 and 1; got {self.min_similarity!r}")

@@ -26,6 +26,7 @@ from ...errors import (
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
 from ..base import Description, Forgotten, Index, Page
+from ..probes import part_probes
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
 from ..texts import TextSizes
 from .codec import (
@@ -349,8 +350,9 @@ class RedisIndex(Index):
         if signature.text_hash is not None:
             pipe.zrange(self._key(f"text:{hex_or_empty(signature.text_hash)}"), 0, -1)
         if signature.simhash is not None:
-            for i, value in enumerate(blocks(signature.simhash)):
-                pipe.zrange(self._key(f"block:{i}:{value:04x}"), 0, -1)
+            for i, values in enumerate(part_probes(blocks(signature.simhash), 16, self.max_distance)):
+                for value in values:
+                    pipe.zrange(self._key(f"block:{i}:{value:04x}"), 0, -1)
         with self._talking():
             own, *sets = pipe.execute()
             ids = {int(own)} if own is not None else set()

@@ -114,20 +114,41 @@ local function store(key, fp, th, sketch, exact_only, now)
   return id
 end
 
+-- The keys of the block sets a lookup at max_distance probes (index/probes.py, the specification):
+-- with max_distance = 4s + a, blocks 0..a at their value and every value up to s bits off, the
+-- others up to s - 1 bits off (at most one bit: the index answers up to 7).
+local function probed_block_keys(fp, max_distance)
+  local s, a = math.floor(max_distance / 4), max_distance % 4
+  local keys = {}
+  for i = 0, 3 do
+    local tolerance = (i <= a) and s or s - 1
+    if tolerance >= 0 then
+      local prefix, value = P .. 'block:' .. i .. ':', tonumber(sub(fp, 13 - 4 * i, 16 - 4 * i), 16)
+      table.insert(keys, prefix .. string.format('%04x', value))
+      if tolerance >= 1 then
+        for b = 0, 15 do
+          table.insert(keys, prefix .. string.format('%04x', bxor(value, bit.lshift(1, b))))
+        end
+      end
+    end
+  end
+  return keys
+end
+
 -- {id, distance, fingerprint} of the pages within max_distance, nearest first, then oldest first.
--- A page within 3 bits shares a block; its popcount is within max_distance of the query's.
+-- Every such page is in a probed block set; its popcount is within max_distance of the query's.
 local function near(fp, max_distance)
   local high, low = halves(fp)
   local w = popcount(high) + popcount(low)
   local seen, found = {}, {}
-  for i = 0, 3 do
-    local members = redis.call('ZRANGEBYSCORE', block_key(fp, i), w - max_distance, w + max_distance)
+  for _, set in ipairs(probed_block_keys(fp, max_distance)) do
+    local members = redis.call('ZRANGEBYSCORE', set, w - max_distance, w + max_distance)
     for _, member in ipairs(members) do  -- "<16 hex digits>:<id>"
       local d = popcount(bxor(high, tonumber(sub(member, 1, 8), 16)))
         + popcount(bxor(low, tonumber(sub(member, 9, 16), 16)))
       if d <= max_distance then
         local id = tonumber(sub(member, 18))
-        if not seen[id] then  -- a page sharing several blocks comes once per block
+        if not seen[id] then  -- a page found by several probes comes once
           seen[id] = true
           table.insert(found, {id, d, sub(member, 1, 16)})
         end

@@ -114,6 +114,11 @@ class SqlIndex(Index):
             raise
         self.scheme = opened.scheme
         self.layout = opened.layout
+        try:
+            self.layout.check_radius(self.max_distance)
+        except ValueError:
+            self.close()
+            raise
         self._version = opened.version
         self._evidence = opened.evidence
         self.tables = tables(self.layout, evidence=self._evidence)
@@ -270,9 +275,9 @@ class SqlIndex(Index):
 
     def _near(self, conn: RawConnection | Connection, fingerprint: int) -> list[StoredPage]:
         if self.dialect == "postgresql":
-            rows = fetch(conn, self.layout.near_sql(), self.layout.near_parameters(fingerprint, self.max_distance))
+            rows = fetch(conn, *self.layout.near(fingerprint, self.max_distance))
             return [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), self.dialect) for r in rows]
-        statement, parameters = self.layout.candidates_sql(self.dialect), self.layout.candidates_parameters(fingerprint)
+        statement, parameters = self.layout.candidates(fingerprint, self.max_distance)
         ids = {
             row_id
             for row_id, stored, exact_only in fetch(conn, statement, parameters)

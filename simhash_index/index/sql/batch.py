@@ -21,7 +21,7 @@ from .. import rule
 from ..base import Page
 from ..records import Match, Policy, StoredPage, key_hash, to_signed
 from .engine import advisory_lock_keys
-from .layouts import Layout, contiguous_blocks
+from .layouts import Layout
 from .statements import (
     MARKS,
     PAGE_COLUMNS,
@@ -112,8 +112,6 @@ class Stored:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
         self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
-        # the batch's own near-matchable pages by block value: a page within 3 bits shares one
-        self._batch_blocks: list[dict[int, set[str]]] = [{} for _ in range(4)]
 
     def own(self, key: str) -> StoredPage | None:
         return self._batch.get(key) or self._by_key.get(key)
@@ -125,23 +123,17 @@ class Stored:
         return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
 
     def nearby(self, position: int, signature: Signature) -> list[StoredPage]:
+        """The stored pages near this page, and every page this batch stored (a batch is small:
+        the rule checks their distance)."""
         found = [page for page in self._near[position] if page.key not in self._batch]
-        fingerprint = signature.near_simhash
-        if fingerprint is not None and self._batch:
-            keys: set[str] = set()
-            for i, value in enumerate(contiguous_blocks(fingerprint)):
-                keys |= self._batch_blocks[i].get(value, set())
-            found += [self._batch[key] for key in keys if key in self._batch]
+        if signature.near_simhash is not None:
+            found += self._batch.values()
         return found
 
     def add(self, key: str, signature: Signature) -> None:
         known = self.own(key)
         order = known.order if known is not None else _BATCH_ORDER + len(self._batch)
         self._batch[key] = StoredPage(key, signature, order)
-        fingerprint = signature.near_simhash
-        if fingerprint is not None:
-            for i, value in enumerate(contiguous_blocks(fingerprint)):
-                self._batch_blocks[i].setdefault(value, set()).add(key)
 
     def row_id(self, key: str) -> int | None:
         """The row id of a page read from the database (None: stored by this batch)."""
@@ -162,7 +154,7 @@ def near_pages(
     if dialect == "postgresql":
         return _near_postgres(conn, layout, wanted, found, max_distance)
     queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
-    rows = fetch(conn, *layout.batch_candidates(queries.tolist()))
+    rows = fetch(conn, *layout.batch_candidates(queries.tolist(), max_distance))
     stored = np.unique(np.array([row[0] for row in rows], dtype=np.int64)).view(np.uint64)
     near = np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance
     hits = stored[near.any(axis=0)]
@@ -188,9 +180,9 @@ def _near_postgres(
 ) -> list[list[StoredPage]]:
     """`found` filled in at the positions `wanted` (position, fingerprint). Blocks: one statement
     for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
-    batch_sql = layout.near_batch_sql()
-    if batch_sql is not None:
-        rows = fetch(conn, batch_sql, layout.near_batch_parameters([fp for _, fp in wanted], max_distance))
+    batch = layout.near_batch([fp for _, fp in wanted], max_distance)
+    if batch is not None:
+        rows = fetch(conn, *batch)
         for n, *row in rows:
             found[wanted[n - 1][0]].append(row_page((row[0], row[1], row[2], 0, row[3], row[4], row[5]), "postgresql"))
         return found
@@ -201,7 +193,7 @@ def _near_postgres(
     with raw.pipeline():
         for _, fingerprint in wanted:
             cursor = raw.cursor()
-            cursor.execute(layout.near_sql(), layout.near_parameters(fingerprint, max_distance))
+            cursor.execute(*layout.near(fingerprint, max_distance))
             cursors.append(cursor)
     for (position, _), cursor in zip(wanted, cursors):
         fetched = cursor.fetchall()

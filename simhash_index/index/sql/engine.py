@@ -261,16 +261,19 @@ def call_deadline(connection: Any, seconds: float) -> Iterator[list[bool]]:
 def advisory_lock_keys(signature: Signature, key_hash: int) -> list[tuple[int, int]]:
     """(class id, object id) pairs that serialise checks which could see each other.
 
-    Two near-duplicates share a 16-bit block value at the same position (whatever the
-    table's layout), two exact duplicates share a text hash, and two checks of one URL
-    share its key hash.
+    Two checks of one URL share its key hash, two exact duplicates share a text hash, and two
+    fingerprints within 7 bits (the largest radius: probes.py) are at most one bit apart in
+    one of their four 16-bit blocks (whatever the table's layout), so they share that block's
+    high byte or its low byte: each block locks both. Bytes rather than whole blocks keep a
+    batch's locks few and bounded (at most 2,048 block locks), whatever its size and radius.
     """
     keys = [(_LOCK_SPACE + 5, _int32(key_hash))]
     if signature.text_hash is not None:
         keys.append((_LOCK_SPACE + 4, _int32(signature.text_hash)))
     fingerprint = signature.near_simhash
     if fingerprint is not None:
-        keys += [(_LOCK_SPACE + i, value) for i, value in enumerate(contiguous_blocks(fingerprint))]
+        for i, value in enumerate(contiguous_blocks(fingerprint)):
+            keys += [(_LOCK_SPACE + 10 + 2 * i, value >> 8), (_LOCK_SPACE + 11 + 2 * i, value & 0xFF)]
     return keys
 
 

@@ -1,16 +1,17 @@
 """How the documents table finds a fingerprint's near pages: its lookup columns and indexes.
 
 "blocks" (the default): four 16-bit block columns, block0 to block3, each the leading
-column of an index that also holds the fingerprint. Two fingerprints within 3 bits agree
-on at least one block (pigeonhole: four blocks each 1 or more bits off would be 4 or more
-bits apart), so four exact index lookups find every candidate, and the covering index lets
-the distance be checked before any row is read. A lookup reads about 4N/65,536 index
-entries: the fastest layout while the index is at most a few million pages.
+column of an index that also holds the fingerprint. A lookup probes each block at the values
+probes.py gives for the search radius (its own value up to radius 3; and its 16 one-bit
+variants for up to four blocks from radius 4 to 7), and the covering index lets the distance
+be checked before any row is read. A lookup reads about (probes)*N/65,536 index entries: the
+fastest layout while the index is at most a few million pages.
 
 "halves": no columns; two expression indexes on the fingerprint's 32-bit halves, each
-probed equal or one bit off (33 values a half, 66 probes): within 3 bits one half is at most
-one bit off. A lookup reads about 66N/2**32 entries, flat as the index grows: the layout for
-indexes past a few million pages (docs/scale.md). Schema version 2 indexes are "halves".
+probed at the values within its tolerance (one bit off each: radius 3, 66 probes; two bits:
+radius 5, 1,058 probes). A lookup reads about (probes)*N/2**32 entries, flat as the index
+grows: the layout for indexes past a few million pages at small radii (docs/scale.md).
+Schema version 2 indexes are "halves".
 
 Block assignment (blocks layout): "contiguous" puts bits 16i to 16i+15 in block i;
 "interleaved" puts bit j in block j mod 4 (so block i holds bits i, i+4, ..., i+60).
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..probes import MAX_BLOCKS_RADIUS, MAX_HALVES_RADIUS, part_probes
 from ..records import to_signed
 
 LAYOUTS = ("blocks", "halves")
@@ -33,7 +35,6 @@ HALF_KEYS = {
     "low_half": "((fingerprint & 4294967295) - 2147483648)",
     "high_half": "(fingerprint >> 32)",
 }
-_FLIPS = (0, *(1 << bit for bit in range(32)))
 _SIGN = 0x80000000
 
 
@@ -52,12 +53,6 @@ def interleaved_blocks(fingerprint: int) -> tuple[int, int, int, int]:
         x = (x | (x >> 12)) & 0x000000FF000000FF
         out.append((x | (x >> 24)) & 0xFFFF)
     return out[0], out[1], out[2], out[3]
-
-
-def half_probes(fingerprint: int) -> tuple[list[int], list[int]]:
-    """Per half, the HALF_KEYS values of that half equal to the fingerprint's or one bit off."""
-    low, high = fingerprint & 0xFFFFFFFF, (fingerprint >> 32) ^ _SIGN
-    return [(low ^ flip) - _SIGN for flip in _FLIPS], [(high ^ flip) - _SIGN for flip in _FLIPS]
 
 
 def _array(values: list[int]) -> str:
@@ -101,109 +96,124 @@ class Layout:
 
     # -- the candidate lookups ------------------------------------------------------------
 
-    def candidates_sql(self, dialect: str) -> str:
-        """SQLite: (id, fingerprint, exact_only) of the rows that may be near, a row found by
-        several probes once per probe; the caller checks the distance and exact_only (in the
-        WHERE clause it would keep SQLite from the halves' expression indexes)."""
-        if self.name == "blocks":  # exact-only rows have no blocks: no probe finds them
-            parts = [f"SELECT id, fingerprint, 0 FROM simhash_documents WHERE {c} = ?" for c in BLOCK_COLUMNS]
-        else:
-            marks = ", ".join(["?"] * 33)
-            parts = [
-                f"SELECT id, fingerprint, exact_only FROM simhash_documents WHERE {e} IN ({marks})"
-                for e in HALF_KEYS.values()
-            ]
-        return " UNION ALL ".join(parts)
+    @property
+    def max_radius(self) -> int:
+        """The largest search radius this layout's probes answer."""
+        return MAX_BLOCKS_RADIUS if self.name == "blocks" else MAX_HALVES_RADIUS
 
-    def batch_candidates(self, fingerprints: Sequence[int]) -> tuple[str, tuple[int, ...]]:
-        """SQLite: one statement reading the fingerprints that may be near any of these (a
-        row found by several probes once per probe), and its parameters. Only the fingerprint
-        is read: each row costs as much to hand to Python as to find. (Halves: rows matched
-        only by their text are found too; the rule leaves them out.)"""
+    def check_radius(self, radius: int) -> None:
+        """Refuse a radius the probes cannot answer, naming the layout and its largest."""
+        if radius > self.max_radius:
+            raise ValueError(
+                f"the {self.name} layout answers a search radius of at most {self.max_radius} bits; got {radius} "
+                f"(lower max_distance, or use the blocks layout, which answers up to {MAX_BLOCKS_RADIUS})"
+            )
+
+    @property
+    def lookup_columns(self) -> tuple[str, ...]:
+        """The indexed columns (blocks) or expressions (halves) a lookup probes."""
+        return BLOCK_COLUMNS if self.name == "blocks" else tuple(HALF_KEYS.values())
+
+    def probes(self, fingerprint: int, radius: int) -> list[list[int]]:
+        """Per lookup column, the values to probe so every fingerprint within `radius` is found
+        (probes.py); an empty list: that column needs no probe at this radius."""
         if self.name == "blocks":
-            columns: Sequence[str] = BLOCK_COLUMNS
-            values = self._block_values(fingerprints)
-        else:
-            columns = tuple(HALF_KEYS.values())
-            values = self._half_values(fingerprints)
-        parts = [
-            f"SELECT fingerprint FROM simhash_documents WHERE {column} IN ({', '.join(['?'] * len(probes))})"
-            for column, probes in zip(columns, values)
-        ]
-        return " UNION ALL ".join(parts), tuple(v for probes in values for v in probes)
+            return part_probes(self.blocks(fingerprint), 16, radius)
+        low, high = part_probes((fingerprint & 0xFFFFFFFF, fingerprint >> 32), 32, radius)
+        return [[value - _SIGN for value in low], [(value ^ _SIGN) - _SIGN for value in high]]
 
-    def rows_with_fingerprints(self, fingerprints: Sequence[int]) -> tuple[str, tuple[int, ...]]:
+    def _probed(self, fingerprints: Sequence[int], radius: int) -> list[tuple[str, list[int]]]:
+        """(column, sorted values) of the columns probed for any of these fingerprints."""
+        values: list[set[int]] = [set() for _ in self.lookup_columns]
+        for fingerprint in fingerprints:
+            for found, probes in zip(values, self.probes(fingerprint, radius)):
+                found.update(probes)
+        return [(column, sorted(found)) for column, found in zip(self.lookup_columns, values) if found]
+
+    def candidates(self, fingerprint: int, radius: int) -> tuple[str, tuple[object, ...]]:
+        """SQLite: a statement reading (id, fingerprint, exact_only) of the rows that may be
+        within `radius`, a row found by several probes once per probe, and its parameters; the
+        caller checks the distance and exact_only (in the WHERE clause it would keep SQLite from
+        the halves' expression indexes). Exact-only rows have no blocks: no block probe finds them."""
+        exact_only = "0" if self.name == "blocks" else "exact_only"
+        return _union_of_probes(f"id, fingerprint, {exact_only}", self._probed([fingerprint], radius))
+
+    def batch_candidates(self, fingerprints: Sequence[int], radius: int) -> tuple[str, tuple[object, ...]]:
+        """SQLite: one statement reading the fingerprints that may be within `radius` of any of
+        these (a row found by several probes once per probe), and its parameters. Only the
+        fingerprint is read: each row costs as much to hand to Python as to find. (Halves: rows
+        matched only by their text are found too; the rule leaves them out.)"""
+        return _union_of_probes("fingerprint", self._probed(fingerprints, radius))
+
+    def rows_with_fingerprints(self, fingerprints: Sequence[int]) -> tuple[str, tuple[object, ...]]:
         """SQLite: a WHERE clause for the rows whose fingerprint is one of these (found through
         the first block's index, or the low half's), and its parameters."""
-        if self.name == "blocks":
-            column, probes = BLOCK_COLUMNS[0], self._block_values(fingerprints)[0]
-        else:  # a fingerprint's own low half is its first probe
-            column, probes = HALF_KEYS["low_half"], sorted({half_probes(fp)[0][0] for fp in fingerprints})
+        column, probes = self._probed(fingerprints, 0)[0]  # radius 0: each fingerprint's own first part
         signed = sorted({to_signed(fp) for fp in fingerprints})
-        where = f"{column} IN ({', '.join(['?'] * len(probes))}) AND fingerprint IN ({', '.join(['?'] * len(signed))})"
-        return where, (*probes, *signed)
+        where = f"{_in_list(column, len(probes))} AND fingerprint IN ({', '.join(['?'] * len(signed))})"
+        return where, (*_in_values(probes), *signed)
 
-    def _block_values(self, fingerprints: Sequence[int]) -> list[list[int]]:
-        """Per block column, the sorted values the fingerprints have in it."""
-        blocks = [self.blocks(fp) for fp in fingerprints]
-        return [sorted({b[i] for b in blocks}) for i in range(4)]
-
-    @staticmethod
-    def _half_values(fingerprints: Sequence[int]) -> list[list[int]]:
-        """Per HALF_KEYS expression, the sorted values probed: each fingerprint's half and every
-        value one bit off it."""
-        low: set[int] = set()
-        high: set[int] = set()
-        for fp in fingerprints:
-            lows, highs = half_probes(fp)
-            low.update(lows)
-            high.update(highs)
-        return [sorted(low), sorted(high)]
-
-    def candidates_parameters(self, fingerprint: int) -> tuple[int, ...]:
-        if self.name == "blocks":
-            return self.blocks(fingerprint)
-        low, high = half_probes(fingerprint)
-        return (*low, *high)
-
-    def near_sql(self) -> str:
-        """PostgreSQL, one statement: the near rows within the distance (bit_count needs
-        PostgreSQL 14), with what the rule needs of them."""
-        if self.name == "blocks":
-            found = " OR ".join(f"{c} = %s" for c in BLOCK_COLUMNS)
-        else:
-            found = " OR ".join(f"{e} = ANY(%s::bigint[])" for e in HALF_KEYS.values()) + ") AND (exact_only = 0"
-        return (
+    def near(self, fingerprint: int, radius: int) -> tuple[str, tuple[object, ...]]:
+        """PostgreSQL, one statement: the near rows within `radius` (bit_count needs PostgreSQL
+        14), with what the rule needs of them; and its parameters."""
+        probed = self._probed([fingerprint], radius)
+        cast = "int" if self.name == "blocks" else "bigint"
+        found = " OR ".join(f"{column} = ANY(%s::{cast}[])" for column, _ in probed)
+        if self.name == "halves":
+            found = f"({found}) AND exact_only = 0"
+        statement = (
             "SELECT id, key, fingerprint, text_hash, sketch, stored_at FROM simhash_documents "
             f"WHERE ({found}) AND bit_count((fingerprint # %s::bigint)::bit(64)) <= %s"
         )
+        return statement, (*(_array(values) for _, values in probed), to_signed(fingerprint), radius)
 
-    def near_batch_sql(self) -> str | None:
+    def near_batch(self, fingerprints: Sequence[int], radius: int) -> tuple[str, tuple[object, ...]] | None:
         """PostgreSQL, blocks layout: the near rows of many fingerprints in one statement, each
-        row with the (1-based) position of its query; the distance is checked in the covering
-        indexes before a row is read. None for halves (a statement a fingerprint, pipelined)."""
+        row with the (1-based) position of its query, and its parameters: each probe a row of
+        (query's fingerprint, block value, position) joined to its block's index, where the
+        distance is checked before a row is read. None for halves (a statement a fingerprint,
+        pipelined)."""
         if self.name != "blocks":
             return None
-        lookups = " UNION ".join(
-            f"SELECT id FROM simhash_documents WHERE {c} = q.b{i} AND bit_count((fingerprint # q.fp)::bit(64)) <= %s"
-            for i, c in enumerate(BLOCK_COLUMNS)
+        lookups, parameters = [], []
+        for i, column in enumerate(BLOCK_COLUMNS):
+            rows = [
+                (to_signed(fp), value, n)
+                for n, fp in enumerate(fingerprints, 1)
+                for value in self.probes(fp, radius)[i]
+            ]
+            if not rows:
+                continue
+            lookups.append(
+                "SELECT q.n, c.id FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS q(fp, v, n) CROSS JOIN LATERAL "
+                f"(SELECT id FROM simhash_documents WHERE {column} = q.v "
+                "AND bit_count((fingerprint # q.fp)::bit(64)) <= %s) AS c"
+            )
+            fps, values, positions = zip(*rows)
+            parameters += [_array(list(fps)), _array(list(values)), _array(list(positions)), radius]
+        statement = (
+            "SELECT h.n, d.id, d.key, d.fingerprint, d.text_hash, d.sketch, d.stored_at "
+            f"FROM ({' UNION '.join(lookups)}) AS h JOIN simhash_documents d ON d.id = h.id"
         )
-        return (
-            "SELECT q.n, d.id, d.key, d.fingerprint, d.text_hash, d.sketch, d.stored_at "
-            "FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::int[], %s::int[]) "
-            "WITH ORDINALITY AS q(fp, b0, b1, b2, b3, n) "
-            f"CROSS JOIN LATERAL ({lookups}) AS c JOIN simhash_documents d ON d.id = c.id"
-        )
+        return statement, tuple(parameters)
 
-    def near_batch_parameters(self, fingerprints: Sequence[int], max_distance: int) -> tuple[object, ...]:
-        blocks = [self.blocks(fp) for fp in fingerprints]
-        columns = [[to_signed(fp) for fp in fingerprints], *([b[i] for b in blocks] for i in range(4))]
-        return (*columns, *[max_distance] * 4)
 
-    def near_parameters(self, fingerprint: int, max_distance: int) -> tuple[object, ...]:
-        if self.name == "blocks":
-            probes: tuple[object, ...] = self.blocks(fingerprint)
-        else:
-            low, high = half_probes(fingerprint)
-            probes = (_array(low), _array(high))
-        return (*probes, to_signed(fingerprint), max_distance)
+_LONG_LIST = 500  # values in an SQLite IN list past which they travel as one JSON parameter
+
+
+def _in_list(column: str, count: int) -> str:
+    """SQLite: `column` is one of `count` values (bound as _in_values gives them). A long list
+    travels as one JSON array, so no statement nears SQLite's limit on parameters."""
+    if count > _LONG_LIST:
+        return f"{column} IN (SELECT value FROM json_each(?))"
+    return f"{column} IN ({', '.join(['?'] * count)})"
+
+
+def _in_values(values: list[int]) -> tuple[object, ...]:
+    return ("[" + ",".join(map(str, values)) + "]",) if len(values) > _LONG_LIST else tuple(values)
+
+
+def _union_of_probes(selected: str, probed: list[tuple[str, list[int]]]) -> tuple[str, tuple[object, ...]]:
+    """SQLite: SELECT `selected` of the rows each probed column finds, UNION ALL; and the parameters."""
+    parts = [f"SELECT {selected} FROM simhash_documents WHERE {_in_list(c, len(v))}" for c, v in probed]
+    return " UNION ALL ".join(parts), tuple(p for _, values in probed for p in _in_values(values))
