@@ -28,9 +28,9 @@ from simhash_index import (
 )
 from simhash_index.fingerprinting.simhash import to_unsigned
 from simhash_index.fingerprinting.sketch import minhash
+from simhash_index.index.probes import MAX_HALVES_RADIUS
 from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE
-from simhash_index.index.probes import MAX_HALVES_RADIUS
 from simhash_index.index.sql.layouts import HALF_KEYS, Layout
 from simhash_index.index.sql.statements import fetch
 
