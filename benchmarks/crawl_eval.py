@@ -137,6 +137,9 @@ def main() -> None:
         default="default,favor_precision,favor_recall,fast",
         help="extraction options scored: " + ", ".join(FAVORS),
     )
+    parser.add_argument(
+        "--radii", default="", help="search radii scored (SIMHASH_MAX_DISTANCE), e.g. 3,6; default: the library's"
+    )
     parser.add_argument("--no-timing", action="store_true", help="score only; skip the three-way timing")
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds (the modes interleaved); medians reported")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
@@ -150,15 +153,20 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="crawl-eval-") as tmp:
             workdir = Path(tmp)
             results, score_times = {}, {}
-            for favor in args.favors.split(","):
-                for order in args.orders.split(","):
-                    label = f"{order}, {favor}"
-                    feed, seconds, _, _ = crawl(start, workdir, f"score-{order}-{favor}", ORDERS[order] + FAVORS[favor])
-                    results[label] = score(args.eval, feed)
-                    score_times[label] = seconds
-                    print(f"{label}: crawled and scored in {seconds:.1f} s", flush=True)
+            radii = [int(r) for r in args.radii.split(",")] if args.radii else [None]
+            for radius in radii:
+                at = [] if radius is None else [f"SIMHASH_MAX_DISTANCE={radius}"]
+                for favor in args.favors.split(","):
+                    for order in args.orders.split(","):
+                        label = f"{order}, {favor}" + ("" if radius is None else f", radius {radius}")
+                        name = f"score-{order}-{favor}-{radius}"
+                        feed, seconds, _, _ = crawl(start, workdir, name, ORDERS[order] + FAVORS[favor] + at)
+                        results[label] = score(args.eval, feed)
+                        score_times[label] = seconds
+                        print(f"{label}: crawled and scored in {seconds:.1f} s", flush=True)
             sections.append(
-                "Accuracy (`score.py`), SQLite index, default settings but for the extraction option named:\n\n"
+                "Accuracy (`score.py`), SQLite index, default settings but for the extraction option (and radius) "
+                "named:\n\n"
                 + score_table(results)
                 + "\n\nCrawl wall time of these runs (one each, not interleaved): "
                 + ", ".join(f"{label} {t:.0f} s" for label, t in score_times.items())

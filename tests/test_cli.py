@@ -53,7 +53,7 @@ DROPPED = [
     ("https://news.example.org/b/print", B, "https://news.example.org/b", 0, False),
     ("https://example.com/short2", None, "https://example.com/short", 0, True),
 ]
-DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "seen_at")
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "radius", "seen_at")
 
 
 def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):
@@ -62,10 +62,13 @@ def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):
     return index.check_and_add(url, fingerprint)
 
 
+FILLED_RADIUS = 3  # the search radius the filled index decides at
+
+
 @pytest.fixture
 def filled(db_url: str) -> tuple[str, dict[str, datetime]]:
     """A database holding STORED and DROPPED; returns its URL and each dropped page's seen_at."""
-    with SimhashIndex(db_url) as index:
+    with SimhashIndex(db_url, max_distance=FILLED_RADIUS) as index:
         for url, fingerprint in STORED[:-1]:
             assert _check_and_add(index, url, fingerprint) is None
         index.add(*STORED[-1])
@@ -129,13 +132,14 @@ def dropped_rows(seen: dict[str, datetime], keep=lambda row: True) -> list[tuple
 
 
 def expected_duplicates(fmt: str, rows: list[tuple]) -> str:
+    r = FILLED_RADIUS
     if fmt == "table":
-        shown = [(u, of, d, "", "yes" if e else "no", second(s)) for u, of, d, e, s in rows]
-        return table(DUPLICATE_COLUMNS, shown, right=("distance", "similarity"))
+        shown = [(u, of, d, "", "yes" if e else "no", r, second(s)) for u, of, d, e, s in rows]
+        return table(DUPLICATE_COLUMNS, shown, right=("distance", "similarity", "radius"))
     if fmt == "csv":
-        return as_csv(DUPLICATE_COLUMNS, [(u, of, d, "", str(e).lower(), iso(s)) for u, of, d, e, s in rows])
+        return as_csv(DUPLICATE_COLUMNS, [(u, of, d, "", str(e).lower(), r, iso(s)) for u, of, d, e, s in rows])
     # these pages have no sketches: no similarity
-    objects = [dict(zip(DUPLICATE_COLUMNS, (u, of, d, None, e, iso(s)))) for u, of, d, e, s in rows]
+    objects = [dict(zip(DUPLICATE_COLUMNS, (u, of, d, None, e, r, iso(s)))) for u, of, d, e, s in rows]
     return as_json(objects) if fmt == "json" else as_jsonl(objects)
 
 

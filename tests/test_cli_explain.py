@@ -40,9 +40,12 @@ def twin() -> Signature:
     return Signature(kept.simhash, other.text_hash, other.sketch)
 
 
+RADIUS = 6  # the crawl's search radius, logged with each drop
+
+
 @pytest.fixture
 def evidence(db_url: str) -> str:
-    with SimhashIndex(db_url) as index:
+    with SimhashIndex(db_url, max_distance=RADIUS) as index:
         assert index.check_and_add(KEPT, signature(TEXT)) is None
         assert index.check_and_add(NEAR, signature(NEAR_TEXT)) is not None
         assert index.check_and_add(EXACT, signature(TEXT)) is not None
@@ -61,9 +64,9 @@ def twin_similarity() -> float:
 
 def test_duplicates_show_the_similarity_and_find_one_url(evidence: str) -> None:
     rows = [json.loads(line) for line in ok("duplicates", "--db", evidence).splitlines()]
-    assert [(r["url"], r["duplicate_of"], r["similarity"], r["exact"]) for r in rows] == [
-        (NEAR, KEPT, near_similarity(), False),
-        (EXACT, KEPT, None, True),
+    assert [(r["url"], r["duplicate_of"], r["similarity"], r["exact"], r["radius"]) for r in rows] == [
+        (NEAR, KEPT, near_similarity(), False, RADIUS),
+        (EXACT, KEPT, None, True, RADIUS),
     ]
     assert 0.88 <= near_similarity() < 1.0
     one = json.loads(ok("duplicates", "--db", evidence, "--url", NEAR, "--format", "json"))
@@ -97,15 +100,17 @@ def explained(db: str, url: str) -> dict:
 def test_explain_a_dropped_page(evidence: str) -> None:
     near = explained(evidence, NEAR)
     distance = (signature(NEAR_TEXT).simhash ^ signature(TEXT).simhash).bit_count()
-    assert {k: near[k] for k in ("decision", "rule", "duplicate_of", "distance", "similarity")} == {
+    assert {k: near[k] for k in ("decision", "rule", "duplicate_of", "distance", "similarity", "radius")} == {
         "decision": "dropped",
         "rule": "near",
         "duplicate_of": KEPT,
         "distance": distance,
         "similarity": near_similarity(),
+        "radius": RADIUS,
     }
     assert near["simhash"] == to_hex(signature(NEAR_TEXT).simhash)
     assert KEPT in near["reasons"][0] and "near, verified" in near["reasons"][0]
+    assert f"checked at radius {RADIUS}" in near["reasons"][0]
     exact = explained(evidence, EXACT)
     assert (exact["decision"], exact["rule"], exact["duplicate_of"], exact["similarity"]) == (
         "dropped",

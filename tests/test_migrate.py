@@ -163,3 +163,24 @@ def test_opening_version_1_without_create_does_not_upgrade(request, backend):
     with engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar() == "1"
     engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_version_3_is_read_as_it_is_and_gains_the_radius_when_opened_to_write(request, backend):
+    """A version 3 index (no radius column) reads without a migration step; opening it to write adds the column."""
+    url = request.getfixturevalue(f"{backend}_url")
+    with SimhashIndex(url, max_distance=5) as index:
+        index.add("kept", NEAR)
+        assert index.check_and_add("dropped", NEAR ^ 0b11111) is not None
+    engine = create_engine(url)
+    with engine.begin() as conn:  # the index as version 3 wrote it
+        conn.exec_driver_sql("ALTER TABLE simhash_duplicates DROP COLUMN radius")
+        conn.exec_driver_sql("UPDATE simhash_meta SET value = '3' WHERE name = 'schema_version'")
+    with SimhashIndex(url, create=False, read_only=True) as index:
+        assert [(d.key, d.distance, d.radius) for d in index.duplicates()] == [("dropped", 5, None)]
+    with SimhashIndex(url, max_distance=6) as index:
+        assert index.check_and_add("again", NEAR ^ 0b111111) is not None
+        assert [(d.key, d.radius) for d in index.duplicates()] == [("dropped", None), ("again", 6)]
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar() == "4"
+    engine.dispose()

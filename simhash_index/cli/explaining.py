@@ -41,6 +41,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
             "rule": "exact" if duplicate.exact else "near",
             "duplicate_of": duplicate.duplicate_of,
             "distance": duplicate.distance,
+            "radius": duplicate.radius,
             "similarity": listings.score(duplicate.similarity),
             "seen_at": duplicate.seen_at,
             "diff": text_diff(index, found.key, duplicate.duplicate_of),

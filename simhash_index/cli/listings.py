@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .reports import Stats
 
 
-DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "seen_at")
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "radius", "seen_at")
 
 
 def score(similarity: float | None) -> float | None:
@@ -30,11 +30,12 @@ def write_duplicates(duplicates: Iterable[Duplicate], fmt: str, out: TextIO) -> 
             "distance": d.distance,
             "similarity": score(d.similarity),
             "exact": d.exact,
+            "radius": d.radius,
             "seen_at": d.seen_at,
         }
         for d in duplicates
     )
-    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance", "similarity"})
+    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance", "similarity", "radius"})
 
 
 def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:
@@ -109,6 +110,7 @@ def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
             "duplicate": d.key,
             "distance": d.distance,
             "exact": d.exact,
+            "radius": d.radius,
             "seen_at": d.seen_at,
         }
         for c in clusters

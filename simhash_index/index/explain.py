@@ -120,8 +120,9 @@ class Explanation:
             if duplicate.exact:
                 return [f"dropped: the same normalised text as {duplicate.duplicate_of} (rule: exact)"]
             shown = "unknown" if duplicate.similarity is None else f"{duplicate.similarity:.3f}"
+            radius = "radius not logged" if duplicate.radius is None else f"checked at radius {duplicate.radius}"
             return [
-                f"dropped: {duplicate.distance} bits from {duplicate.duplicate_of} (at most {self.max_distance}), "
+                f"dropped: {duplicate.distance} bits from {duplicate.duplicate_of} ({radius}), "
                 f"similarity {shown} (at least {self.min_similarity:g}) (rule: near, verified)"
             ]
         if found.page is None:

@@ -107,7 +107,9 @@ class MemoryIndex(Index):
 
     def _log_duplicate(self, key: str, signature: Signature, match: Match, moment: datetime) -> None:
         entry = self._log.get(key)
-        duplicate = Duplicate(key, match.key, match.distance, match.exact, moment, signature.simhash, match.similarity)
+        duplicate = Duplicate(
+            key, match.key, match.distance, match.exact, moment, signature.simhash, match.similarity, self.max_distance
+        )
         self._log[key] = _Logged(entry.order if entry else next(self._log_order), duplicate)
 
     def _add_many(self, pages: Sequence[Page]) -> None:

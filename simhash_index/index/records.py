@@ -34,8 +34,9 @@ class Match:
 @dataclass(frozen=True)
 class Duplicate:
     """A page dropped as a duplicate of a stored one, with the evidence: its fingerprint,
-    the distance and similarity to the stored page, and the rule that decided
-    ("exact": the same normalised text; "near": within the distance, verified)."""
+    the distance and similarity to the stored page, the search radius it was checked at, and
+    the rule that decided ("exact": the same normalised text; "near": within the radius,
+    verified). Evidence an older index did not log is None."""
 
     key: str
     duplicate_of: str
@@ -44,6 +45,7 @@ class Duplicate:
     seen_at: datetime
     fingerprint: int | None = None
     similarity: float | None = None
+    radius: int | None = None
 
     @property
     def rule(self) -> str:

@@ -58,7 +58,7 @@ def match_of(answer: Any) -> Match | None:
 
 
 def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
-    fingerprint, score = entry.get(b"fingerprint"), entry.get(b"similarity")
+    fingerprint, score, radius = entry.get(b"fingerprint"), entry.get(b"similarity"), entry.get(b"radius")
     return Duplicate(
         text_of(entry[b"key"]),
         text_of(entry[b"duplicate_of"]),
@@ -67,6 +67,7 @@ def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
         moment(entry[b"seen_at"]),
         int(fingerprint, 16) if fingerprint else None,
         float(score) if score else None,
+        int(radius) if radius else None,
     )
 
 

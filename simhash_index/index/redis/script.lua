@@ -165,7 +165,7 @@ local function near(fp, max_distance)
 end
 
 -- Logs `key` as a duplicate, with the evidence; a key logged before keeps its place in the log.
-local function log_duplicate(key, fp, match, now)
+local function log_duplicate(key, fp, match, now, max_distance)
   local did = redis.call('HGET', P .. 'dup_ids', key)
   if not did then
     did = redis.call('INCR', P .. 'next_dup')
@@ -175,7 +175,7 @@ local function log_duplicate(key, fp, match, now)
   local entry = P .. 'dup:' .. did
   redis.call('DEL', entry)
   redis.call('HSET', entry, 'key', key, 'duplicate_of', match.key, 'duplicate_of_id', match.id,
-    'distance', match.distance, 'exact', match.exact, 'seen_at', now)
+    'distance', match.distance, 'exact', match.exact, 'seen_at', now, 'radius', max_distance)
   if fp ~= '' then redis.call('HSET', entry, 'fingerprint', fp) end
   if match.similarity ~= '' then redis.call('HSET', entry, 'similarity', match.similarity) end
 end
@@ -242,7 +242,7 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
     store(key, fp, th, sketch, exact_only, now)
     return false
   end
-  log_duplicate(key, fp, match, now)
+  log_duplicate(key, fp, match, now, max_distance)
   return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
 end
 

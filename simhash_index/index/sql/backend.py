@@ -306,8 +306,7 @@ class SqlIndex(Index):
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         t = self.tables.duplicates.c
         columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at]
-        if self._evidence:
-            columns += [t.fingerprint, t.similarity]
+        columns += [t[name] for name in self._evidence]
         statement = select(*columns).order_by(t.id)
         if since is not None:
             statement = statement.where(t.seen_at >= since)
@@ -320,8 +319,7 @@ class SqlIndex(Index):
     def _duplicate(self, key: str) -> Duplicate | None:
         t = self.tables.duplicates.c
         columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at]
-        if self._evidence:
-            columns += [t.fingerprint, t.similarity]
+        columns += [t[name] for name in self._evidence]
         with self.transaction(write=False) as conn:
             rows = conn.execute(select(*columns).where(t.key_hash == key_hash(key), t.key == key)).all()
         return _duplicate(rows[0], rows[0].duplicate_of) if rows else None
@@ -338,8 +336,7 @@ class SqlIndex(Index):
             .subquery()
         )
         columns = [sizes.c.doc_id, doc.c.key.label("stored"), dup.c.key, dup.c.distance, dup.c.exact, dup.c.seen_at]
-        if self._evidence:
-            columns += [dup.c.fingerprint, dup.c.similarity]
+        columns += [dup.c[name] for name in self._evidence]
         statement = (
             select(*columns)
             .select_from(sizes.join(doc, doc.c.id == sizes.c.doc_id).join(dup, dup.c.duplicate_of_id == sizes.c.doc_id))
@@ -389,4 +386,5 @@ def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
         seen_at=as_utc(row.seen_at),
         fingerprint=None if fingerprint is None else to_unsigned(fingerprint),
         similarity=mapping.get("similarity"),
+        radius=mapping.get("radius"),
     )

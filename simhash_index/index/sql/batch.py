@@ -42,9 +42,16 @@ _BATCH_ORDER = 1 << 62  # pages stored by the batch are younger than every store
 
 
 def check_and_add_many(
-    conn: Connection, layout: Layout, pages: Sequence[Page], policy: Policy, moment: datetime, *, evidence: bool
+    conn: Connection,
+    layout: Layout,
+    pages: Sequence[Page],
+    policy: Policy,
+    moment: datetime,
+    *,
+    evidence: tuple[str, ...],
 ) -> list[Match | None]:
-    """Decide and store the pages in the caller's transaction; the answers in order."""
+    """Decide and store the pages in the caller's transaction; the answers in order. `evidence`:
+    the duplicates log's evidence columns (schema.EVIDENCE, or fewer in an older index)."""
     dialect = conn.dialect.name
     hashes = {key: key_hash(key) for key, _ in pages}
     if dialect == "postgresql":
@@ -70,7 +77,7 @@ def check_and_add_many(
             stored.add(key, signature)
             logged.pop(key, None)
         answers.append(decision.match)
-    _write(conn, layout, documents, logged, stored, when, evidence=evidence)
+    _write(conn, layout, documents, logged, stored, when, evidence, policy.max_distance)
     return answers
 
 
@@ -209,8 +216,8 @@ def _write(
     logged: dict[str, tuple[Signature, Match]],
     stored: Stored,
     when: object,
-    *,
-    evidence: bool,
+    evidence: tuple[str, ...],
+    radius: int,
 ) -> None:
     mark = MARKS[conn.dialect.paramstyle]
     execute_many(conn, upsert_documents(layout, mark), list(documents.values()))
@@ -229,8 +236,11 @@ def _write(
     entries = []
     for key, (signature, match) in logged.items():
         entry: tuple[Any, ...] = (key, stored.hashes[key], match.key, ids[match.key], match.distance, match.exact, when)
-        if evidence:
-            fingerprint = signature.simhash
-            entry += (None if fingerprint is None else to_signed(fingerprint), match.similarity)
-        entries.append(entry)
-    execute_many(conn, upsert_duplicates(mark, evidence=evidence), entries)
+        fingerprint = signature.simhash
+        known = {
+            "fingerprint": None if fingerprint is None else to_signed(fingerprint),
+            "similarity": match.similarity,
+            "radius": radius,
+        }
+        entries.append(entry + tuple(known[name] for name in evidence))
+    execute_many(conn, upsert_duplicates(mark, evidence), entries)

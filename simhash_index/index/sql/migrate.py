@@ -6,6 +6,8 @@ pairs, and, on SQLite, timestamps as ISO text. It becomes a "halves" index (SQLi
 the old block columns, no longer written).
 2 -> 3: the duplicates log gains the fingerprint and similarity of each drop (NULL for
 drops logged before), and the layout ("halves") is recorded.
+3 -> 4: the duplicates log gains the search radius of each drop (NULL before): one nullable
+column, instant on both databases.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from .layouts import Layout
 from .schema import SCHEMA_VERSION, tables
 from .table_indexes import build_missing_indexes
 
-UPGRADABLE = ("1", "2")  # schema versions this version upgrades to SCHEMA_VERSION
+UPGRADABLE = ("1", "2", "3")  # schema versions this version upgrades to SCHEMA_VERSION
 HALVES = Layout("halves")
 
 
@@ -26,6 +28,7 @@ def upgrade(conn: Connection, version: str) -> None:
         _from_version_1(conn)
     if version in ("1", "2"):
         _from_version_2(conn)
+    conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN radius SMALLINT")
     conn.exec_driver_sql(f"UPDATE simhash_meta SET value = '{SCHEMA_VERSION}' WHERE name = 'schema_version'")
 
 

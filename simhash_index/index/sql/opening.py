@@ -20,10 +20,10 @@ from ...errors import (
 from . import migrate
 from .engine import SCHEMA_LOCK, is_memory, sqlite_path
 from .layouts import Layout
-from .schema import SCHEMA_VERSION, tables
+from .schema import SCHEMA_VERSION, evidence_of, tables
 from .table_indexes import build_missing_indexes
 
-READABLE = ("2", SCHEMA_VERSION)  # versions read as they are (2 as a "halves" index without evidence columns)
+READABLE = ("2", "3", SCHEMA_VERSION)  # versions read as they are, with the evidence columns they have
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,9 @@ class Opened:
     layout: Layout
 
     @property
-    def evidence(self) -> bool:
-        """Whether the duplicates log has the fingerprint and similarity columns."""
-        return self.version == SCHEMA_VERSION
+    def evidence(self) -> tuple[str, ...]:
+        """The evidence columns the duplicates log has."""
+        return evidence_of(self.version)
 
 
 def lock_schema(conn: Connection) -> None:
@@ -113,7 +113,7 @@ def open_tables(
             "open it without a layout (it keeps its own), or use a new database"
         )
     if create:
-        build_missing_indexes(conn, tables(found, evidence=version == SCHEMA_VERSION).documents)
+        build_missing_indexes(conn, tables(found, evidence=evidence_of(version or SCHEMA_VERSION)).documents)
         if "scheme" not in meta:
             conn.execute(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}

@@ -5,9 +5,10 @@ complement). The documents table's lookup columns and indexes depend on its layo
 (layouts.py): block0..block3 with an index each ("blocks"), or two expression indexes
 on the fingerprint's halves ("halves").
 
-Schema versions: 3 records the layout (`layout`, `block_assignment` in simhash_meta) and
-logs each duplicate's fingerprint and similarity; 2 is a "halves" index without those
-columns (upgraded in place when opened to write: two nullable columns added); 1 is older.
+Schema versions: 4 logs the search radius each duplicate was found at; 3 records the
+layout (`layout`, `block_assignment` in simhash_meta) and logs each duplicate's fingerprint
+and similarity; 2 is a "halves" index without those columns; 1 is older. Older versions are
+read as they are and upgraded in place when opened to write (migrate.py).
 """
 
 from __future__ import annotations
@@ -37,7 +38,16 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .layouts import BLOCK_COLUMNS, HALF_KEYS, Layout
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
+# The duplicates log's evidence columns (NULL where not known): the dropped page's fingerprint,
+# its similarity to the stored page, and the search radius it was checked at.
+EVIDENCE = ("fingerprint", "similarity", "radius")
+_EVIDENCE_TYPES: dict[str, Any] = {"fingerprint": BigInteger, "similarity": Float, "radius": SmallInteger}
+
+
+def evidence_of(version: str) -> tuple[str, ...]:
+    """The evidence columns of a duplicates log written at this schema version."""
+    return {"2": (), "3": EVIDENCE[:2]}.get(version, EVIDENCE)
 DOCUMENTS = "simhash_documents"
 KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
 
@@ -79,9 +89,9 @@ class Tables(NamedTuple):
 
 
 @cache
-def tables(layout: Layout, *, evidence: bool = True) -> Tables:
-    """The tables of an index of this layout; `evidence`: the duplicates log has the
-    fingerprint and similarity columns (schema version 3)."""
+def tables(layout: Layout, *, evidence: tuple[str, ...] = EVIDENCE) -> Tables:
+    """The tables of an index of this layout; `evidence`: the evidence columns its duplicates
+    log has (evidence_of gives them by schema version)."""
     metadata = MetaData()
     meta = Table(
         "simhash_meta", metadata, Column("name", Text, primary_key=True), Column("value", Text, nullable=False)
@@ -124,7 +134,7 @@ def tables(layout: Layout, *, evidence: bool = True) -> Tables:
         Column("distance", Integer, nullable=False),
         Column("exact", Boolean, nullable=False),
         Column("seen_at", Timestamp, nullable=False),
-        *((Column("fingerprint", BigInteger), Column("similarity", Float)) if evidence else ()),
+        *(Column(name, _EVIDENCE_TYPES[name]) for name in evidence),
     )
     Index("ix_simhash_duplicates_duplicate_of_id", duplicates.c.duplicate_of_id)
     return Tables(metadata, meta, documents, duplicates)

@@ -23,17 +23,7 @@ from .layouts import Layout
 MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}  # positional placeholders by paramstyle
 # What the rule reads of a stored page, in this order (row_page reads it back).
 PAGE_COLUMNS = "id, key, fingerprint, exact_only, text_hash, sketch, stored_at"
-DUPLICATE_COLUMNS = (
-    "key",
-    "key_hash",
-    "duplicate_of",
-    "duplicate_of_id",
-    "distance",
-    "exact",
-    "seen_at",
-    "fingerprint",
-    "similarity",
-)
+DUPLICATE_COLUMNS = ("key", "key_hash", "duplicate_of", "duplicate_of_id", "distance", "exact", "seen_at")
 
 
 def document_columns(layout: Layout) -> tuple[str, ...]:
@@ -50,8 +40,9 @@ def upsert_documents(layout: Layout, mark: str, *, replace: bool = True) -> str:
     return f"{insert} ON CONFLICT (key_hash) DO UPDATE SET {updates}"
 
 
-def upsert_duplicates(mark: str, *, evidence: bool = True) -> str:
-    columns = DUPLICATE_COLUMNS if evidence else DUPLICATE_COLUMNS[:-2]
+def upsert_duplicates(mark: str, evidence: tuple[str, ...]) -> str:
+    """Insert duplicates rows of DUPLICATE_COLUMNS then the `evidence` columns; a key logged before is replaced."""
+    columns = DUPLICATE_COLUMNS + evidence
     updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "key_hash")
     return (
         f"INSERT INTO simhash_duplicates ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))}) "
