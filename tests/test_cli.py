@@ -188,7 +188,7 @@ def test_database_from_environment(filled) -> None:
     assert ok("duplicates", env={"SIMHASH_DATABASE_URL": db}) == expected_duplicates("jsonl", dropped_rows(seen))
 
 
-SQL_INDEX = {"schema_version": "3", "layout": "blocks", "block_assignment": "contiguous"}
+SQL_INDEX = {"schema_version": "4", "layout": "blocks", "block_assignment": "contiguous"}
 INDEX_OF = {  # what stats says of a new index on each backend
     "sqlite": {"backend": "sqlite"} | SQL_INDEX,
     "postgresql": {"backend": "postgresql"} | SQL_INDEX,
@@ -221,7 +221,7 @@ def test_stats(filled) -> None:
 
     bars = {0: "█" * 40, 1: "█" * 20, 2: "", 3: "█" * 20}  # 40 for the largest count
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
-    index_line = {"sqlite": "sqlite, schema 3, blocks layout (contiguous bits)", "redis": "redis, schema 2"}
+    index_line = {"sqlite": "sqlite, schema 4, blocks layout (contiguous bits)", "redis": "redis, schema 2"}
     index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (
         f"index: {index_line[backend_of(db)]}\n\n"

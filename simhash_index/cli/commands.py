@@ -84,10 +84,10 @@ def format_option(
     )
 
 
-def max_distance_option(help: str, default: int = defaults.MAX_SUPPORTED_DISTANCE) -> Callable[..., Any]:
+def max_distance_option(help: str) -> Callable[..., Any]:
     return click.option(
         "--max-distance",
-        default=default,
+        default=defaults.MAX_DISTANCE,
         show_default=True,
         type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
         help=help,

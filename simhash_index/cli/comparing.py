@@ -35,7 +35,7 @@ from .inputs import fingerprint_of, fingerprinter_for, progress, read_page
 @click.option("--text", "text_file", type=FILE_OR_STDIN, help="A text file, or - for stdin.")
 @click.option("--html", "html_file", type=FILE_OR_STDIN, help="An HTML file, or - for stdin; its main text is used.")
 @click.option("--simhash", "simhash_hex", metavar="HEX", help="A fingerprint: 16 hex digits.")
-@max_distance_option("Largest Hamming distance to list.")
+@max_distance_option("Largest Hamming distance to list (the search radius).")
 @word_weights_option
 def query(
     db: str,

@@ -94,7 +94,7 @@ def _hex(value: int | None) -> str | None:
 @db_option
 @format_option(("text", "json"), piped="json")
 @click.argument("url")
-@max_distance_option("The distance the crawl decided with (SIMHASH_MAX_DISTANCE).", defaults.MAX_DISTANCE)
+@max_distance_option("The search radius the crawl decided with (SIMHASH_MAX_DISTANCE).")
 @click.option(
     "--min-similarity",
     default=defaults.MIN_SIMILARITY,

@@ -37,7 +37,7 @@ from .inputs import fingerprinter_for, read_corpus
     "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
 )
 @format_option()
-@max_distance_option("Largest Hamming distance that makes a page a near-duplicate.")
+@max_distance_option("The search radius: the largest Hamming distance that makes a page a near-duplicate.")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
