@@ -198,3 +198,23 @@ def test_without_warcio_the_error_names_the_extra(tmp_path: Path, monkeypatch: p
     result = run("import", "--db", f"sqlite:///{tmp_path / 'm.db'}", "--workers", "0", str(archive))
     assert result.exit_code == 1
     assert "needs warcio: pip install 'simhash-index[warc]'" in result.stderr
+
+
+def arc_record(url: str, body: str, kind: str = "text/html") -> bytes:
+    block = f"HTTP/1.0 200 OK\r\nContent-Type: {kind}\r\n\r\n".encode() + body.encode()
+    return f"{url} 127.0.0.1 20240101000000 {kind} {len(block)}\n".encode() + block + b"\n"
+
+
+def test_an_arc_archive(tmp_path: Path) -> None:
+    fields = b"1 0 test\nURL IP-address Archive-date Content-type Archive-length\n"
+    article = english_article(11)
+    kept = arc_record("http://a.example/1", page("Story", article))
+    copy = arc_record("http://b.example/2", page("Story", article, nav=3))
+    image = arc_record("http://a.example/x.png", "PNG", "image/png")
+    head = f"filedesc://in.arc 0.0.0.0 20240101000000 text/plain {len(fields)}\n".encode() + fields + b"\n"
+    archive, out = tmp_path / "in.arc", tmp_path / "out.arc"
+    archive.write_bytes(head + kept + copy + image)
+    summary = ok("import", "--db", f"sqlite:///{tmp_path / 'i.db'}", "--workers", "0", str(archive))
+    assert summary == "kept 1, dropped 1, skipped 0 (no text); records not pages: 1 warcinfo, 1 response not HTML\n"
+    ok("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert out.read_bytes() == head + kept + image
