@@ -81,7 +81,7 @@ def score(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def diff_html(kept: str | None, dropped: str | None, columns: int = 5) -> str:
+def diff_html(kept: str | None, dropped: str | None, columns: int) -> str:
     """The words that differ, as <del> and <ins>; empty unless both texts are kept and differ."""
     if kept is None or dropped is None:
         return ""
@@ -129,15 +129,14 @@ def near_table(near: list[Duplicate], index: Index) -> str:
     return f'<table id="near-duplicates"><thead><tr>{cells}</tr></thead>{rows}</table>'
 
 
-def cluster_html(cluster: Cluster, index: Index) -> str:
-    """A cluster, collapsed: the kept page and its counts, and inside, each dropped page."""
-    kept = index.text(cluster.key)
+def cluster_html(cluster: Cluster) -> str:
+    """A cluster, collapsed: the kept page and its counts, and inside, each dropped page
+    (the near ones' diffs are in the near-duplicates table)."""
     exact = sum(d.exact for d in cluster.duplicates)
     rows = "".join(
         f'<tr {drop_data(d, "drop")}><td class="url">{link(d.key)}</td><td class="n">{d.distance}</td>'
         f'<td class="n">{score(d.similarity)}</td><td><span class="rule {d.rule}">{d.rule}</span></td>'
         f'<td class="muted when">{moment(d.seen_at)}</td></tr>'
-        + (diff_html(kept, index.text(d.key)) if kept is not None and not d.exact else "")
         for d in cluster.duplicates
     )
     return (
@@ -227,7 +226,7 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> Non
     )
     shown = 0
     for cluster in itertools.islice(index.clusters(), limit):
-        out.write(cluster_html(cluster, index))
+        out.write(cluster_html(cluster))
         shown += 1
     if limit is not None and shown == limit:
         out.write(f'<p class="muted">the {limit} largest clusters are shown (--limit)</p>')
