@@ -21,6 +21,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
+from simhash_index.cli.filtering import companions
+from simhash_index.cli.warc import Record
 
 
 def records(path: Path) -> list[tuple[int, bytes, object]]:
@@ -162,6 +164,32 @@ def test_filter_a_warcio_archive(tmp_path: Path, compress: bool) -> None:
     assert sorted(r.rec_type for r in left_out) == sorted(["metadata", "request", "response"] * 2)
     assert [raw for _, raw, _ in after] == [raw for _, raw, r in before if r not in left_out]
     assert f"read {len(before)} records" in summary and f"wrote {len(before) - 6} records" in summary
+    revisited = tmp_path / "revisits.warc"
+    db = f"sqlite:///{tmp_path / 'v.db'}"
+    ok("filter", "--db", db, "--workers", "0", "--keep-revisits", str(archive), str(revisited))
+    kinds = [r.rec_type for _, _, r in records(revisited)]
+    assert len(kinds) == len(before) and kinds.count("revisit") == 2
+    assert revisited.read_bytes().startswith(b"\x1f\x8b") == compress  # compressed as the input is
+
+
+def test_companions_by_link_or_by_target() -> None:
+    def record(offset: int, kind: str, target: str, ident: str = "", links: tuple[str, ...] = ()) -> Record:
+        page = None if kind == "response" else kind
+        return Record(offset, 1, kind, ident or None, target, None, links, page)
+
+    archive = [
+        record(0, "request", "https://a/1", "<r0>"),
+        record(1, "response", "https://a/1", "<r1>", ("<r0>",)),  # dropped; names its request
+        record(2, "metadata", "https://a/1", "<r2>", ("<r1>",)),  # names the dropped response
+        record(3, "request", "https://a/2"),  # unlinked, the target of a dropped response
+        record(4, "response", "https://a/2", "<r4>"),  # dropped
+        record(5, "request", "https://a/3"),  # unlinked, the target of a dropped and of a kept response
+        record(6, "response", "https://a/3", "<r6>"),  # dropped
+        record(7, "response", "https://a/3", "<r7>"),  # kept
+        record(8, "request", "https://a/4", "<r8>"),  # the kept page's
+        record(9, "response", "https://a/4", "<r9>", ("<r8>",)),
+    ]
+    assert companions(archive, {1: {}, 4: {}, 6: {}}) == {0, 2, 3}
 
 
 def test_import_counts_what_is_not_a_page(tmp_path: Path) -> None:
