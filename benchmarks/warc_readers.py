@@ -3,6 +3,8 @@ corpus's site served on 127.0.0.1, then each library reads every record and ever
 payload, and `simhash-index import` reads the archive end to end (with warcio, its reader).
 
     python -m benchmarks.warc_readers [--eval ../shared/eval] [--rounds 3] [--write-docs]
+
+Needs wget, and the [bench] extra (fastwarc, warcio).
 """
 
 from __future__ import annotations
