@@ -1,20 +1,29 @@
-"""`simhash-index report --html`: the page's counts match the index on every backend, hostile
-URLs stay text, and in headless Chromium (Debian's chromium package) the page renders
-offline to the same DOM counts, with a screenshot."""
+"""`simhash-index report --html`: the page's counts match the index on every backend, the
+near-duplicates come first, least similar first, with their diffs; hostile URLs stay text and
+the only script is the page's own, allowed by its hash. In headless Chromium (Debian's
+chromium package) the page filters by the URL fragment, and a user's clicks and typing sort
+and filter it; a screenshot is kept (SIMHASH_SCREENSHOT names where)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import Browser
+from sites import edit_words, english_article
 from test_cli import ok
 from test_cli_explain import KEPT, NEAR_TEXT, OTHER, TEXT, signature
 
 from simhash_index import SimhashIndex
+from simhash_index.cli.reports import host_of
 
 BROWSER_ENV = "SIMHASH_REQUIRE_BROWSER"  # set by .ci/run: the browser test must run
 HOSTILE = [
@@ -22,37 +31,66 @@ HOSTILE = [
     "https://evil.example/<img src=x onerror=alert(2)>",
     "javascript:alert(3)//copy",
 ]
+HOSTILE_NEAR = "https://evil.example/</script><script>alert(4)</script>"
 
 
 class Counts(HTMLParser):
-    """What the report's DOM holds: clusters, drops, totals, and anything active."""
+    """What the report's DOM holds: near-duplicates, clusters, drops, totals, hosts, and
+    anything active."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.near: list[dict[str, str | None]] = []  # each near-duplicate's attributes, in page order
         self.clusters: list[int] = []
+        self.open_clusters = 0
+        self.hidden_clusters = 0
         self.drops = 0
+        self.diffs = 0
         self.totals: dict[str, int] = {}
-        self.scripts = 0
+        self.hosts: list[str] = []
+        self.scripts: list[str] = []
+        self.csp = ""
+        self.active = 0  # elements that load or run something, but the one script
         self.handlers = 0
         self.links: list[str] = []
         self.text: list[str] = []
+        self._in: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = dict(attrs)
         classes = (found.get("class") or "").split()
-        if tag == "section" and "cluster" in classes:
+        if tag == "tbody" and "near" in classes:
+            self.near.append(found)
+        if tag == "details" and "cluster" in classes:
             self.clusters.append(int(found["data-size"] or 0))
-        if tag == "tr" and "drop" in classes:
-            self.drops += 1
+            self.open_clusters += "open" in found
+            self.hidden_clusters += "hidden" in found
+        self.drops += tag == "tr" and "drop" in classes
+        self.diffs += tag == "tr" and "diff" in classes
         if "data-count" in found and found.get("id"):
             self.totals[found["id"]] = int(found["data-count"] or 0)
-        self.scripts += tag in ("script", "iframe", "object", "embed", "img")
+        if tag == "meta" and found.get("http-equiv") == "Content-Security-Policy":
+            self.csp = found.get("content") or ""
+        if tag == "script":
+            self._in = "script"
+            self.scripts.append("")
+        self.active += tag in ("iframe", "object", "embed", "img", "link", "base")
         self.handlers += sum(name.startswith("on") for name in found)
         if tag == "a":
             self.links.append(found.get("href") or "")
+            self._in = "host" if self.links[-1].startswith("#host=") else None
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" or (tag == "a" and self._in == "host"):
+            self._in = None
 
     def handle_data(self, data: str) -> None:
-        self.text.append(data)
+        if self._in == "script":
+            self.scripts[-1] += data
+        elif self._in == "host":
+            self.hosts.append(data)
+        else:
+            self.text.append(data)
 
 
 def counted(page: str) -> Counts:
@@ -69,15 +107,23 @@ def fill(db_url: str) -> None:
         assert index.check_and_add("https://example.com/other", signature(OTHER)) is None
         for url in HOSTILE:
             assert index.check_and_add(url, signature(OTHER)) is not None
+        assert index.check_and_add(HOSTILE_NEAR, signature(NEAR_TEXT)) is not None
 
 
-def expected(db_url: str) -> tuple[dict[str, int], list[int]]:
-    """The totals and cluster sizes, read from the index."""
+def expected(db_url: str) -> tuple[dict[str, int], list[int], list[str]]:
+    """The totals, the cluster sizes and the near-duplicates least similar first, from the index."""
     with SimhashIndex(db_url) as index:
         logged = index.duplicates()
         exact = sum(d.exact for d in logged)
         totals = {"documents": len(index), "duplicates": len(logged), "exact": exact, "near": len(logged) - exact}
-        return totals, [len(c.duplicates) for c in index.clusters()]
+        near = sorted((d for d in logged if not d.exact), key=lambda d: d.similarity or 0)
+        return totals, [len(c.duplicates) for c in index.clusters()], [d.key for d in near]
+
+
+def allowed_by_hash(page: Counts) -> bool:
+    """Whether the page's one script is the one its Content-Security-Policy allows."""
+    digest = base64.b64encode(hashlib.sha256(page.scripts[0].encode("utf-8")).digest()).decode("ascii")
+    return len(page.scripts) == 1 and f"script-src 'sha256-{digest}'" in page.csp
 
 
 def test_report_counts_and_escaping(db_url: str, tmp_path: Path) -> None:
@@ -85,15 +131,58 @@ def test_report_counts_and_escaping(db_url: str, tmp_path: Path) -> None:
     target = tmp_path / "report.html"
     assert ok("report", "--db", db_url, "--html", str(target)) == ""
     page = counted(target.read_text(encoding="utf-8"))
-    totals, sizes = expected(db_url)
+    totals, sizes, near = expected(db_url)
     assert (page.totals, page.clusters, page.drops) == (totals, sizes, sum(sizes))
-    assert sizes == [3, 2]  # OTHER's copies, then TEXT's
-    assert page.scripts == 0 and page.handlers == 0
-    assert all(link.startswith(("http://", "https://")) for link in page.links)
+    assert [row["data-url"] for row in page.near] == near and len(near) == 2
+    assert sizes == [3, 3] and page.open_clusters == 0  # collapsed
+    assert allowed_by_hash(page) and "default-src 'none'" in page.csp
+    assert page.active == 0 and page.handlers == 0
+    assert all(link.startswith(("http://", "https://", "#host=")) for link in page.links)
+    assert page.hosts == ["evil.example", "example.com"]  # most dropped first
     shown = "".join(page.text)
-    assert all(url in shown for url in HOSTILE)  # as text
-    limited = ok("report", "--db", db_url, "--html", "-", "--limit", "1")
-    assert counted(limited).clusters == sizes[:1]
+    assert all(url in shown for url in [*HOSTILE, HOSTILE_NEAR])  # as text
+    limited = counted(ok("report", "--db", db_url, "--html", "-", "--limit", "1"))
+    assert (limited.clusters, [row["data-url"] for row in limited.near]) == (sizes[:1], near[:1])
+
+
+def review_corpus(path: Path) -> None:
+    """Articles on several hosts with near copies (a few words edited) and exact ones."""
+    lines = []
+    for seed, host, edits, copies in [
+        (21, "news.example", [2, 6], ["mirror.example"]),
+        (22, "blog.example", [4, 9], ["mirror.example", "blog.example"]),
+        (23, "docs.example", [], ["docs.example"] * 4),
+        (24, "shop.example", [3], []),
+    ]:
+        text = english_article(seed)
+        base = f"https://{host}/story-{seed}"
+        lines.append({"url": base, "text": "\n".join(text)})
+        lines += [{"url": f"{base}?edit={n}", "text": "\n".join(edit_words(text, seed * 10 + n, n))} for n in edits]
+        lines += [{"url": f"https://{c}/copy-{seed}-{i}", "text": "\n".join(text)} for i, c in enumerate(copies)]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.fixture
+def review(sqlite_url: str, tmp_path: Path) -> tuple[str, Path]:
+    """An index of the review corpus, texts kept, and its report."""
+    corpus = tmp_path / "corpus.jsonl"
+    review_corpus(corpus)
+    ok("import", "--db", sqlite_url, "--keep-texts", "--workers", "0", str(corpus))
+    target = tmp_path / "review.html"
+    ok("report", "--db", sqlite_url, "--html", str(target))
+    return sqlite_url, target
+
+
+def test_report_for_review(review: tuple[str, Path]) -> None:
+    db, target = review
+    page = counted(target.read_text(encoding="utf-8"))
+    _, sizes, near = expected(db)
+    assert [row["data-url"] for row in page.near] == near and len(near) == 5
+    similarities = [float(row["data-similarity"] or 0) for row in page.near]
+    assert similarities == sorted(similarities) and similarities[0] < similarities[-1]
+    assert page.diffs == len(near)  # each near-duplicate's diff
+    assert page.hosts == ["docs.example", "blog.example", "mirror.example", "news.example", "shop.example"]
+    assert (page.clusters, page.open_clusters) == (sizes, 0)
 
 
 def chromium() -> str:
@@ -105,9 +194,13 @@ def chromium() -> str:
     return found
 
 
-def browse(browser: str, page: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", *options, page.as_uri()]
+def browse(browser: str, page: str, *options: str) -> subprocess.CompletedProcess[str]:
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", *options, page]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+def visible(page: Counts) -> list[str]:
+    return [row["data-url"] or "" for row in page.near if "hidden" not in row]
 
 
 def test_report_in_a_browser(sqlite_url: str, tmp_path: Path) -> None:
@@ -115,11 +208,45 @@ def test_report_in_a_browser(sqlite_url: str, tmp_path: Path) -> None:
     fill(sqlite_url)
     target = tmp_path / "report.html"
     ok("report", "--db", sqlite_url, "--html", str(target))
-    dom = counted(browse(browser, target, "--dump-dom").stdout)  # the DOM the browser built
-    totals, sizes = expected(sqlite_url)
-    assert (dom.totals, dom.clusters, dom.drops) == (totals, sizes, sum(sizes))
-    assert dom.scripts == 0 and dom.handlers == 0
-    shot = Path(os.environ.get("SIMHASH_SCREENSHOT", tmp_path / "report.png"))
-    browse(browser, target, f"--screenshot={shot}", "--window-size=1200,1400", "--hide-scrollbars")
+    dom = counted(browse(browser, target.as_uri(), "--dump-dom").stdout)  # the DOM the browser built
+    totals, sizes, near = expected(sqlite_url)
+    assert (dom.totals, dom.clusters, dom.drops, visible(dom)) == (totals, sizes, sum(sizes), near)
+    assert dom.active == 0 and dom.handlers == 0 and len(dom.scripts) == 1
+    filtered = counted(browse(browser, target.as_uri() + "#host=evil.example", "--dump-dom").stdout)
+    assert visible(filtered) == [HOSTILE_NEAR]  # the script ran: CSP allowed it
+    assert filtered.hidden_clusters == 0  # each cluster holds a page of evil.example
+    exact_only = counted(browse(browser, target.as_uri() + "#rule=exact&host=example.com", "--dump-dom").stdout)
+    assert visible(exact_only) == [] and exact_only.hidden_clusters == 1
+
+
+def test_review_by_clicking(review: tuple[str, Path]) -> None:
+    binary = chromium()
+    db, target = review
+    with SimhashIndex(db) as index:
+        near = sorted((d for d in index.duplicates() if not d.exact), key=lambda d: d.similarity or 0)
+    browser = Browser(binary)
+    try:
+        browser.open(target.as_uri())
+        shown = "[...document.querySelectorAll('tbody.near:not([hidden])')].map(e => e.dataset.url)"
+        assert browser.evaluate(shown) == [d.key for d in near]
+        browser.click('#hosts a[href="#host=blog.example"]')  # the host table's link
+        browser.wait_for("document.querySelector('select[name=host]').value === 'blog.example'")  # applied
+        assert browser.evaluate("location.hash") == "#host=blog.example"
+        on_blog = [d for d in near if host_of(d.key) == "blog.example"]
+        assert browser.evaluate(shown) == [d.key for d in on_blog] and len(on_blog) == 2
+        browser.click("th[data-sort=similarity] button")  # sorted by it already: the other way
+        browser.wait_for("document.querySelector('th[data-sort=similarity]').ariaSort === 'descending'")
+        assert browser.evaluate(shown) == [d.key for d in reversed(on_blog)]
+        low = round((on_blog[0].similarity + on_blog[1].similarity) / 2, 3)  # type: ignore[operator]
+        browser.type("input[name=min]", str(low))
+        browser.wait_for("document.body.dataset.near === '1'")
+        assert browser.evaluate(shown) == [on_blog[1].key]
+        assert browser.evaluate("location.hash") == f"#host=blog.example&sort=similarity&order=desc&min={low}"
+        shown_text = browser.evaluate("document.getElementById('shown').textContent")
+        assert re.fullmatch(rf"shown: 1 of {len(near)} near-duplicates, 1 of \d+ clusters", shown_text)
+        shot = Path(os.environ.get("SIMHASH_SCREENSHOT", target.with_suffix(".png")))
+        browser.screenshot(shot)
+    finally:
+        browser.close()
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a rendered page, not a blank one

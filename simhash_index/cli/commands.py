@@ -221,4 +221,4 @@ FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
 
 
 # Commands in modules of their own register themselves on `cli` when imported.
-from . import comparing, explaining, html_report, importing, lifecycle  # noqa: E402, F401
+from . import comparing, explaining, filtering, html_report, importing, lifecycle  # noqa: E402, F401

@@ -1,8 +1,9 @@
-"""`simhash-index report --html FILE`: one self-contained HTML page over an index.
+"""`simhash-index report --html FILE`: one self-contained HTML page over an index, for review.
 
-Totals, histograms of distance and similarity, and the clusters largest first, each drop
-beside its kept page. Every string from a page is escaped; the page loads nothing and runs
-nothing (no script, and a Content-Security-Policy that forbids both), so it opens offline.
+The near-duplicates first, least similar first (the ones worth a look), each with its word
+diff when texts are kept; the dropped pages by host; histograms; then the clusters, collapsed.
+Every string from a page goes through `e`; the page loads nothing and runs only its own
+script, which its Content-Security-Policy allows by hash (report_assets.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import IO
+from urllib.parse import quote
 
 import click
 
@@ -20,19 +22,10 @@ from ..index import texts
 from ..index.base import Cluster, Index
 from ..index.records import Duplicate
 from .commands import cli, db_option, open_index
+from .report_assets import CSP, SCRIPT, STYLE
+from .reports import host_of
 
 SIMILARITY_BINS = 20  # 0.05 wide
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'"
-STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:70em}
-h1{font-size:1.4em}h2{font-size:1.15em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 8px;text-align:left;vertical-align:top}
-th{border-bottom:1px solid #999}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-.bar{display:inline-block;height:.9em;background:#4a7bb7}.totals td{font-size:1.1em}
-section.cluster{border-top:1px solid #ccc;padding:.5em 0}.kept{font-weight:600;word-break:break-all}
-td.url{word-break:break-all}.muted{color:#777}
-tr.diff td{font-size:.9em;color:#444;padding-left:2em}del{background:#fdd}ins{background:#dfd;text-decoration:none}
-"""
 
 
 def e(value: object) -> str:
@@ -79,11 +72,16 @@ def similarity_rows(duplicates: Iterable[Duplicate]) -> tuple[list[tuple[str, in
     return by_distance, by_similarity
 
 
+def moment(seen_at: datetime) -> str:
+    """A UTC time to the second, without its offset (the column says UTC)."""
+    return e(seen_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"))
+
+
 def score(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def diff_html(kept: str | None, dropped: str | None) -> str:
+def diff_html(kept: str | None, dropped: str | None, columns: int) -> str:
     """The words that differ, as <del> and <ins>; empty unless both texts are kept and differ."""
     if kept is None or dropped is None:
         return ""
@@ -92,33 +90,110 @@ def diff_html(kept: str | None, dropped: str | None) -> str:
         return ""
     marks = {"same": "{}", "removed": "<del>{}</del>", "added": "<ins>{}</ins>"}
     pieces = " ".join(marks[p.kind].format(e(p.words)) for p in found)
-    return f'<tr class="diff"><td colspan="5">{pieces}</td></tr>'
+    return f'<tr class="diff"><td colspan="{columns}">{pieces}</td></tr>'
 
 
-def cluster_html(cluster: Cluster, index: Index) -> str:
-    kept = index.text(cluster.key)
+def near_html(duplicate: Duplicate, index: Index) -> str:
+    """A near-duplicate as a table body: its row, and its diff row when texts are kept."""
+    kept = index.text(duplicate.duplicate_of)
+    diff = diff_html(kept, index.text(duplicate.key), columns=6) if kept is not None else ""
+    return (
+        f"<tbody {drop_data(duplicate, 'near')}>"
+        f'<tr><td class="url">{link(duplicate.key)}</td><td class="url">{link(duplicate.duplicate_of)}</td>'
+        f'<td class="n">{score(duplicate.similarity)}</td><td class="n">{duplicate.distance}</td>'
+        f"<td>{e(host_of(duplicate.key) or '')}</td>"
+        f'<td class="muted when">{moment(duplicate.seen_at)}</td></tr>{diff}</tbody>'
+    )
+
+
+def drop_data(duplicate: Duplicate, kind: str) -> str:
+    """The class and the data attributes the script filters and sorts a dropped page by
+    (an exact-text copy counts as similarity 1)."""
+    similarity = 1.0 if duplicate.exact else duplicate.similarity
+    return (
+        f'class="{kind}" data-url="{e(duplicate.key)}" data-host="{e(host_of(duplicate.key) or "")}" '
+        f'data-rule="{duplicate.rule}" data-similarity="{score(similarity)}" data-distance="{duplicate.distance}" '
+        f'data-seen="{e(duplicate.seen_at.isoformat())}"'
+    )
+
+
+def near_table(near: list[Duplicate], index: Index) -> str:
+    heads = [("url", "dropped", ""), ("kept", "kept", ""), ("similarity", "similarity", "n")]
+    heads += [("distance", "distance", "n"), ("host", "host", ""), ("seen", "seen at (UTC)", "")]
+    cells = "".join(
+        f'<th class="{css}" data-sort="{key}" aria-sort="{"ascending" if key == "similarity" else "none"}">'
+        f'<button type="button">{label}</button></th>'
+        for key, label, css in heads
+    )
+    rows = "".join(near_html(d, index) for d in near)
+    return f'<table id="near-duplicates"><thead><tr>{cells}</tr></thead>{rows}</table>'
+
+
+def cluster_html(cluster: Cluster) -> str:
+    """A cluster, collapsed: the kept page and its counts, and inside, each dropped page
+    (the near ones' diffs are in the near-duplicates table)."""
+    exact = sum(d.exact for d in cluster.duplicates)
     rows = "".join(
-        f'<tr class="drop"><td class="url">{link(d.key)}</td><td class="n">{d.distance}</td>'
-        f'<td class="n">{score(d.similarity)}</td><td>{"exact" if d.exact else "near"}</td>'
-        f'<td class="muted">{e(d.seen_at.isoformat(sep=" ", timespec="seconds"))}</td></tr>'
-        + (diff_html(kept, index.text(d.key)) if kept is not None else "")
+        f'<tr {drop_data(d, "drop")}><td class="url">{link(d.key)}</td><td class="n">{d.distance}</td>'
+        f'<td class="n">{score(d.similarity)}</td><td><span class="rule {d.rule}">{d.rule}</span></td>'
+        f'<td class="muted when">{moment(d.seen_at)}</td></tr>'
         for d in cluster.duplicates
     )
     return (
-        f'<section class="cluster" data-size="{len(cluster.duplicates)}">'
-        f'<div class="kept">kept: {link(cluster.key)} '
-        f'<span class="muted">({len(cluster.duplicates)} dropped)</span></div>'
+        f'<details class="cluster" data-size="{len(cluster.duplicates)}" data-host="{e(host_of(cluster.key) or "")}">'
+        f'<summary><span class="kept">{link(cluster.key)}</span> <span class="muted">{len(cluster.duplicates)} '
+        f"dropped: {exact} exact, {len(cluster.duplicates) - exact} near</span></summary>"
         '<table><tr><th>dropped</th><th class="n">distance</th><th class="n">similarity</th><th>rule</th>'
-        f"<th>seen at (UTC)</th></tr>{rows}</table></section>"
+        f"<th>seen at (UTC)</th></tr>{rows}</table></details>"
     )
 
 
+def host_table(hosts: dict[str, Counter[str]]) -> str:
+    """Dropped pages by host, most first; each host a link to the report filtered on it."""
+    rows = "".join(
+        f'<tr class="host"><td>{host_link(host)}</td>'
+        f'<td class="n">{n["near"]}</td><td class="n">{n["exact"]}</td><td class="n">{n.total()}</td></tr>'
+        for host, n in sorted(hosts.items(), key=lambda item: (-item[1].total(), item[0]))
+    )
+    head = '<tr><th>host</th><th class="n">near</th><th class="n">exact</th><th class="n">dropped</th></tr>'
+    return f'<table id="hosts">{head}{rows}</table>'
+
+
+def host_link(host: str) -> str:
+    """A link to the report filtered on a host; text for the pages without one."""
+    return f'<a href="#host={e(quote(host, safe=""))}">{e(host)}</a>' if host else '<span class="muted">no host</span>'
+
+
+def filters(hosts: Iterable[str]) -> str:
+    """The controls; the script reads and writes them through the URL fragment."""
+    options = "".join(f'<option value="{e(host)}">{e(host)}</option>' for host in sorted(hosts) if host)
+    return (
+        '<form id="filters"><label>host <select name="host"><option value="">all</option>'
+        f"{options}</select></label>"
+        '<label>rule <select name="rule"><option value="">all</option><option value="near">near</option>'
+        '<option value="exact">exact</option></select></label>'
+        '<label>similarity from <input name="min" type="number" min="0" max="1" step="0.01"></label>'
+        '<label>to <input name="max" type="number" min="0" max="1" step="0.01"></label>'
+        '<span id="shown"></span></form>'
+    )
+
+
+def least_similar_first(duplicate: Duplicate) -> tuple[bool, float]:
+    return duplicate.similarity is None, duplicate.similarity or 0.0
+
+
 def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> None:
-    """The report, streamed: the log is read twice (histograms, then clusters), never held."""
+    """The report: the near-duplicates (held, to sort them), then the clusters, streamed."""
     duplicates = exact = 0
+    hosts: dict[str, Counter[str]] = {}
+    near: list[Duplicate] = []
     for duplicate in index.logged():
         duplicates += 1
         exact += duplicate.exact
+        hosts.setdefault(host_of(duplicate.key) or "", Counter())[duplicate.rule] += 1
+        if not duplicate.exact:
+            near.append(duplicate)
+    near = sorted(near, key=least_similar_first)[:limit]
     by_distance, by_similarity = similarity_rows(index.logged())
     stored = len(index)
     totals = [("pages stored", "documents", stored), ("duplicates", "duplicates", duplicates)]
@@ -133,19 +208,29 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> Non
         + "".join(
             f'<tr><td>{label}</td><td class="n" id="{key}" data-count="{n}">{n}</td></tr>' for label, key, n in totals
         )
-        + "</table><h2>Distance</h2>"
+        + "</table>"
+        + filters(hosts)
+        + "<h2>Near-duplicates, least similar first</h2>"
+        + '<p class="muted">The pages most worth a look: dropped as near, not exact, copies. '
+        + "Click a column to sort; filter above, or by a host below.</p>"
+        + near_table(near, index)
+        + (f'<p class="muted">the {limit} least similar are shown (--limit)</p>' if len(near) == limit else "")
+        + "<h2>By host</h2>"
+        + host_table(hosts)
+        + "<h2>Distance</h2>"
         + bars(by_distance, "distance")
         + "<h2>Similarity</h2>"
         + bars(by_similarity, "similarity")
         + "<h2>Clusters, largest first</h2>"
+        + '<p class="muted">Each kept page with every copy dropped, exact and near; open one to see them.</p>'
     )
     shown = 0
     for cluster in itertools.islice(index.clusters(), limit):
-        out.write(cluster_html(cluster, index))
+        out.write(cluster_html(cluster))
         shown += 1
     if limit is not None and shown == limit:
         out.write(f'<p class="muted">the {limit} largest clusters are shown (--limit)</p>')
-    out.write("</body></html>\n")
+    out.write(f"<script>{SCRIPT}</script></body></html>\n")
 
 
 @cli.command()
@@ -157,13 +242,17 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> Non
     type=click.Path(dir_okay=False, writable=True),
     help="Write the report to this HTML file (- for stdout).",
 )
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many clusters [default: all].")
+@click.option(
+    "--limit", type=click.IntRange(min=1), help="At most this many near-duplicates and clusters [default: all]."
+)
 def report(db: str, html_file: str, limit: int | None) -> None:
-    """A self-contained HTML page over the index.
+    """A self-contained HTML page over the index, for review.
 
-    Totals, histograms of distance and similarity, and the clusters largest
-    first: each kept page with the pages dropped as its duplicates, their
-    distance, similarity and rule. Opens offline; page text is escaped.
+    Totals; the near-duplicates, least similar first, each beside its kept page
+    with the words that differ when texts are kept; the dropped pages by host;
+    histograms of distance and similarity; and the clusters, largest first,
+    collapsed. A small script allowed by its hash filters by host, rule and
+    similarity and sorts; the page loads nothing and escapes every page's text.
     """
     index = open_index(db)
     with click.open_file(html_file, "w", encoding="utf-8") as out:

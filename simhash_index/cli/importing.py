@@ -27,6 +27,7 @@ from .commands import (
     word_weights_option,
 )
 from .inputs import fingerprinter_for, read_corpus
+from .warc import is_archive, not_pages, read_archive
 
 
 @cli.command("import")
@@ -66,10 +67,12 @@ def import_(
     block_assignment: str | None,
     word_weights: str | None,
 ) -> None:
-    """Deduplicate a JSON lines corpus into the database.
+    """Deduplicate a JSON lines corpus, or a WARC or ARC archive, into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
-    extracted). Pages are checked in file order against the database and the
+    extracted). An archive's pages are its HTML responses with a 2xx status, keyed
+    by WARC-Target-URI; its other records are counted and skipped (needs the
+    [warc] extra). Pages are checked in file order against the database and the
     pages kept before them. --dry-run reads the database but writes nothing, and
     lists each page (--format) with what the import would do; the counts go to stderr.
     """
@@ -102,6 +105,8 @@ def import_(
             pass
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
     summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
+    if not_pages(counts):
+        summary += f"; records not pages: {not_pages(counts)}"
     click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
 
 
@@ -110,7 +115,8 @@ def _import_pages(
 ) -> Iterator[dict[str, Any]]:
     """Each page of the corpus checked against the target, in file order: a row saying what
     became of it (kept, dropped, skipped: no text, refused: unusable URL), counted."""
-    lines = ((line, line.job or PageJob("", is_html=False)) for line in read_corpus(file))
+    source = read_archive(file, counts) if is_archive(file) else read_corpus(file)
+    lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
     after = "" if dry_run else "; the lines before it were imported"
     for line, page in analyse_many(setup, lines, workers=workers):
         if line.error is not None:
