@@ -602,6 +602,10 @@ def test_the_halves_layout_refuses_a_radius_it_cannot_answer(request):
         assert index.max_distance == MAX_HALVES_RADIUS
     with pytest.raises(ValueError, match=r"halves layout answers a search radius of at most 5 bits; got 6"):
         SimhashIndex(url, max_distance=MAX_HALVES_RADIUS + 1)
+    with SimhashIndex(url) as index:  # the default radius, capped at what the layout answers
+        assert index.max_distance == MAX_HALVES_RADIUS
+    with SimhashIndex(request.getfixturevalue("postgres_url")) as index:
+        assert index.max_distance == 6
 
 
 # -- property: check_and_add follows its documented rules ------------------------------------------
@@ -723,7 +727,7 @@ def test_every_backend_decides_as_the_rule_in_python(db_url):
         @given(signed_operations())
         def check(ops):
             empty(db_url)
-            with SimhashIndex("memory://") as specification:
+            with SimhashIndex("memory://", max_distance=index.max_distance) as specification:
                 for key, sig in ops:
                     expected, got = specification.check_and_add(key, sig), index.check_and_add(key, sig)
                     described = [
@@ -874,7 +878,7 @@ def test_batches_decide_as_pages_one_at_a_time(db_url):
         def check(case):
             pages, cuts = case
             empty(db_url)
-            with SimhashIndex("memory://") as model:
+            with SimhashIndex("memory://", max_distance=index.max_distance) as model:
                 expected = [model.check_and_add(key, sig) for key, sig in pages]
                 got = []
                 for start, end in zip([0, *cuts], [*cuts, len(pages)]):

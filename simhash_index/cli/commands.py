@@ -87,10 +87,8 @@ def format_option(
 def max_distance_option(help: str) -> Callable[..., Any]:
     return click.option(
         "--max-distance",
-        default=defaults.MAX_DISTANCE,
-        show_default=True,
         type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
-        help=help,
+        help=f"{help} Default: {defaults.MAX_DISTANCE}, or 5 on a halves index.",
     )
 
 
@@ -114,7 +112,7 @@ def open_index(
     db: str,
     *,
     create: bool = False,
-    max_distance: int = defaults.MAX_DISTANCE,
+    max_distance: int | None = None,
     layout: str | None = None,
     block_assignment: str | None = None,
     scheme: str | None = None,

@@ -44,7 +44,7 @@ def query(
     text_file: str | None,
     html_file: str | None,
     simhash_hex: str | None,
-    max_distance: int,
+    max_distance: int | None,
     word_weights: str | None,
 ) -> None:
     """Stored pages near a page, a file or a simhash.

@@ -103,7 +103,9 @@ def _hex(value: int | None) -> str | None:
     help="The similarity the crawl decided with (SIMHASH_MIN_SIMILARITY).",
 )
 @click.option("--window", help="The window the crawl decided with (SIMHASH_WINDOW), e.g. 30d.")
-def explain(db: str, fmt: str | None, url: str, max_distance: int, min_similarity: float, window: str | None) -> None:
+def explain(
+    db: str, fmt: str | None, url: str, max_distance: int | None, min_similarity: float, window: str | None
+) -> None:
     """Why a page was kept or dropped.
 
     A dropped page: the page it duplicated, the rule (exact text, or near and

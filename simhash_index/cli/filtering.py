@@ -51,7 +51,7 @@ def filter_(
     archive: str,
     out: str,
     keep_revisits: bool,
-    max_distance: int,
+    max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
 ) -> None:
@@ -99,7 +99,12 @@ def filter_(
 
 
 def _dropped_pages(
-    db: str, archive: str, records: list[Record], max_distance: int, workers: int | None, word_weights: str | None
+    db: str,
+    archive: str,
+    records: list[Record],
+    max_distance: int | None,
+    workers: int | None,
+    word_weights: str | None,
 ) -> dict[int, dict[str, Any]]:
     """The import's decision on each page the archive holds: {offset: row} of the pages dropped."""
     source = open_existing(db, max_distance)

@@ -61,7 +61,7 @@ def import_(
     dry_run: bool,
     keep_texts: bool,
     fmt: str | None,
-    max_distance: int,
+    max_distance: int | None,
     workers: int | None,
     layout: str | None,
     block_assignment: str | None,
@@ -82,7 +82,7 @@ def import_(
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
         target: Any = click.get_current_context().with_resource(
-            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=Policy(max_distance))
+            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=dry_run_policy(source, max_distance))
         )
     else:
         if source is not None:
@@ -141,7 +141,14 @@ def _import_pages(
         yield {"url": line.url, "outcome": "kept"} if match is None else listings.dropped_row(line.url, match)
 
 
-def open_existing(db: str, max_distance: int) -> Index | None:
+def dry_run_policy(source: Index | None, max_distance: int | None) -> Policy:
+    """The policy a dry run decides with: the index's (its radius as opened), or a new index's."""
+    if source is not None:
+        return source.policy
+    return Policy(defaults.MAX_DISTANCE if max_distance is None else max_distance)
+
+
+def open_existing(db: str, max_distance: int | None) -> Index | None:
     """The index at `db`, or None when there is none yet (an import would create it)."""
     try:
         return open_index(db, max_distance=max_distance)

@@ -20,7 +20,7 @@ REDIS = ("redis://", "rediss://")
 def open_index(
     url: str | URL = defaults.DATABASE_URL,
     *,
-    max_distance: int = defaults.MAX_DISTANCE,
+    max_distance: int | None = None,
     min_similarity: float = defaults.MIN_SIMILARITY,
     scheme: str | None = DEFAULT.scheme,
     create: bool = True,
@@ -36,6 +36,9 @@ def open_index(
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
 
+    max_distance: the search radius, 0 to 7; None: the default (6), or the largest radius the
+    index's layout answers when that is smaller (a "halves" SQL index: 5). A radius chosen beyond
+    the layout's largest is refused.
     scheme: the Fingerprinter.scheme of the fingerprints to be stored (None adopts the
     index's). create: create the index when there is none (False: IndexNotFoundError).
     layout, block_assignment: an SQL table's lookup layout, chosen when it is created
@@ -72,7 +75,7 @@ def open_index(
 
 def _open(
     url: str | URL,
-    max_distance: int,
+    max_distance: int | None,
     min_similarity: float,
     scheme: str | None,
     create: bool,
@@ -87,7 +90,8 @@ def _open(
     url, in_url = _option_in_url(url, "window")
     if in_url is not None and window is not None and as_window(window) != as_window(in_url):
         raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
-    policy = Policy(max_distance, min_similarity, as_window(window if window is not None else in_url))
+    radius = defaults.MAX_DISTANCE if max_distance is None else max_distance
+    policy = Policy(radius, min_similarity, as_window(window if window is not None else in_url))
     if read_only:
         create = False
     if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
@@ -121,7 +125,15 @@ def _open(
     if layout is not None or block_assignment is not None:
         chosen = Layout(layout or defaults.LAYOUT, block_assignment or defaults.BLOCK_ASSIGNMENT)  # type: ignore[arg-type]
     access = Access(read_only, connect_timeout, statement_timeout)
-    return SqlIndex(url, policy=policy, scheme=scheme, create=create, layout=chosen, access=access)
+    return SqlIndex(
+        url,
+        policy=policy,
+        scheme=scheme,
+        create=create,
+        layout=chosen,
+        access=access,
+        radius_chosen=max_distance is not None,
+    )
 
 
 def _option_in_url(url: str | URL, name: str) -> tuple[str | URL, str | None]:

@@ -30,7 +30,7 @@ class PipelineSettings:
     database_url: str = defaults.DATABASE_URL
     layout: str | None = None  # for a new SQL index; None: the default, or an existing index's own
     block_assignment: str | None = None
-    max_distance: int = defaults.MAX_DISTANCE
+    max_distance: int | None = None  # None: the default radius, capped by a halves index
     min_similarity: float = defaults.MIN_SIMILARITY
     window: timedelta | None = None  # a page is a duplicate only of pages stored within it
     keep_texts: bool = False  # keep each page's text, compressed (explain and report diffs)
@@ -57,7 +57,7 @@ class PipelineSettings:
             database_url=read.text("DATABASE_URL", os.environ.get(defaults.DATABASE_URL_ENV) or defaults.DATABASE_URL),
             layout=read.optional_choice("INDEX_LAYOUT", LAYOUTS),
             block_assignment=read.optional_choice("BLOCK_ASSIGNMENT", ASSIGNMENTS),
-            max_distance=read.integer("MAX_DISTANCE", defaults.MAX_DISTANCE, 0, defaults.MAX_SUPPORTED_DISTANCE),
+            max_distance=read.optional_integer("MAX_DISTANCE", 0, defaults.MAX_SUPPORTED_DISTANCE),
             min_similarity=read.number("MIN_SIMILARITY", defaults.MIN_SIMILARITY, 0.0, 1.0),
             window=read.window("WINDOW"),
             keep_texts=read.boolean("KEEP_TEXTS", False),
@@ -131,6 +131,9 @@ class _Reader:
             span = f"from {low} to {high}" if high is not None else f"at least {low}"
             raise ValueError(f"SIMHASH_{name} must be {span}; got {value}")
         return value
+
+    def optional_integer(self, name: str, low: int, high: int | None) -> int | None:
+        return None if self._raw(name, None) in (None, "") else self.integer(name, 0, low, high)
 
     def number(self, name: str, default: float, low: float, high: float | None) -> float:
         raw = self._raw(name, default)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -80,7 +81,10 @@ class SqlIndex(Index):
         create: bool = True,
         layout: Layout | None = None,
         access: Access = DEFAULT_ACCESS,
+        radius_chosen: bool = True,
     ) -> None:
+        """`radius_chosen`: False when the policy's radius is the default, which a layout that
+        answers less (halves) caps at its largest; a chosen radius beyond it is refused."""
         if create and access.read_only:
             raise ValueError("an index opened read-only cannot be created: pass create=False")
         self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
@@ -114,6 +118,8 @@ class SqlIndex(Index):
             raise
         self.scheme = opened.scheme
         self.layout = opened.layout
+        if not radius_chosen and self.max_distance > self.layout.max_radius:
+            self.policy = replace(self.policy, max_distance=self.layout.max_radius)
         try:
             self.layout.check_radius(self.max_distance)
         except ValueError:
