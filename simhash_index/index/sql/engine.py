@@ -34,6 +34,7 @@ WRITE = "simhash_write"  # execution option: this transaction will write
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
 SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
+WRITERS_LOCK = (_LOCK_SPACE + 8, 0)  # shared by writers, taken alone by forgetting (batch.lock_neighbourhoods)
 
 
 def parse_url(url: str | URL) -> URL:
