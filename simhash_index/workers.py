@@ -18,6 +18,7 @@ callers beyond that wait their turn (no queue of jobs builds up inside the pool)
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
@@ -264,10 +265,8 @@ class WorkerPool:
 
     def _remove_dumps(self) -> None:
         """Remove the crash dumps' folder once empty: a crash's dump stays, for its log line."""
-        try:
+        with contextlib.suppress(OSError):
             os.rmdir(self._dumps)
-        except OSError:
-            pass
 
     def __enter__(self) -> WorkerPool:
         return self

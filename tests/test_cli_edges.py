@@ -164,7 +164,8 @@ def many_duplicates(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no SIGPIPE")
 @pytest.mark.parametrize(
-    "command", [["duplicates", "--format", "csv"], ["duplicates", "--format", "jsonl"], ["clusters", "--format", "jsonl"]]
+    "command",
+    [["duplicates", "--format", "csv"], ["duplicates", "--format", "jsonl"], ["clusters", "--format", "jsonl"]],
 )
 def test_a_reader_that_goes_away_ends_the_command_quietly(many_duplicates: str, command: list[str]) -> None:
     """`simhash-index duplicates --format csv | head -c 10`: no traceback, as with `cat`."""

@@ -98,7 +98,12 @@ def test_sqlite_uri_options_need_uri_true_and_say_so(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-REPORTS = (["stats", "--format", "json"], ["duplicates", "--format", "jsonl"], ["clusters"], ["query", "--simhash", "1"])
+REPORTS = (
+    ["stats", "--format", "json"],
+    ["duplicates", "--format", "jsonl"],
+    ["clusters"],
+    ["query", "--simhash", "1"],
+)
 
 
 def test_report_commands_on_a_cleanly_closed_index_create_no_file(tmp_path: Path) -> None:

@@ -254,9 +254,9 @@ def test_reset_forget_and_prune_leave_an_index_under_a_longer_prefix(redis_url: 
             assert (len(site), site.duplicates()) == (0, [])
             assert len(news) == 1 and [d.key for d in news.duplicates()] == ["b"]
             assert (news.text("a"), news.text("b")) == ("a text", "b text")
-        assert [key for key in client.scan_iter(match=f"{prefix}*") if not key.startswith(f"{prefix}news:".encode())] == [
-            f"{prefix}meta".encode()
-        ]
+        assert [
+            key for key in client.scan_iter(match=f"{prefix}*") if not key.startswith(f"{prefix}news:".encode())
+        ] == [f"{prefix}meta".encode()]
     finally:
         for key in client.scan_iter(match=f"{prefix}news:*"):
             client.delete(key)

@@ -15,9 +15,10 @@ logger = logging.getLogger(__name__)
 
 _DOCUMENT = re.compile(r"<(?:html|head|body)[\s>/]", re.IGNORECASE)  # a whole page, not a fragment
 _NOT_TEXT = ("script", "style", "noscript", "template", "head", "title")
-_BLOCKS = frozenset(
-    "p div br li ul ol dl dt dd h1 h2 h3 h4 h5 h6 tr td th table blockquote pre section article "
-    "aside header footer nav main figure figcaption hr address".split()
+_BLOCKS = frozenset(  # elements whose text is a line of its own
+    {"p", "div", "br", "li", "ul", "ol", "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "hr"}
+    | {"table", "tr", "td", "th", "blockquote", "pre", "section", "article", "aside", "header", "footer"}
+    | {"nav", "main", "figure", "figcaption", "address"}
 )
 
 
@@ -102,7 +103,8 @@ def fragment_text(html: str) -> str:
     >>> fragment_text("<p>One <b>bold</b> word.</p><script>x()</script><p>Two.</p>")
     'One bold word.\nTwo.'
     """
-    from lxml import etree, html as lxml_html
+    from lxml import etree
+    from lxml import html as lxml_html
 
     try:
         root = lxml_html.fromstring(html, parser=parsers.thread_parser())
