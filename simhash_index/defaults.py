@@ -19,6 +19,7 @@ LAYOUT = "blocks"  # the SQL table's lookup columns: "blocks" or "halves"
 BLOCK_ASSIGNMENT = "contiguous"  # bits 0-15 in block 0, ...; or "interleaved" (bit i in block i mod 4)
 
 BATCH_SIZE = 64  # pages decided per writer transaction, at most (the pipeline, check_and_add_many)
+MAX_BATCH_SIZE = 10_000  # SIMHASH_BATCH_SIZE, at most: the items of a batch wait for its last one
 BULK_BATCH_SIZE = 100_000  # rows per transaction of a bulk load (add_many)
 WORKER_TIMEOUT_S = 120.0  # a page analysed longer than this is given up and its worker replaced
 

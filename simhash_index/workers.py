@@ -8,7 +8,8 @@ whose worker dies raises `WorkerCrashed`, one that outlives the timeout raises
 A worker is a fresh interpreter (`python -m simhash_index.workers`) talking over two
 pipes of its own, never a fork of the caller: forking a threaded crawl could copy a held
 lock, and multiprocessing's spawn would re-run the caller's main module (a crawl script).
-Its stdout and stderr are the caller's, so a crash prints the worker's Python stack there.
+Its stdout and stderr are the caller's; the Python stack a crash dumps (faulthandler) goes to
+a file of its own instead, kept and named in `WorkerCrashed` when there is one.
 
 `WorkerPool.run(job)` blocks until the job's result is back and is safe to call from
 several threads at once: each call takes an idle worker, so at most `size` jobs run and
@@ -17,6 +18,7 @@ callers beyond that wait their turn (no queue of jobs builds up inside the pool)
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import os
@@ -24,6 +26,7 @@ import pickle
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -55,12 +58,14 @@ def default_size() -> int:
 class _Worker:
     """One worker process and the two pipes to it."""
 
-    def __init__(self, function: Callable[[Any, Any], Any], setup: Any) -> None:
+    def __init__(self, function: Callable[[Any, Any], Any], setup: Any, dumps: str) -> None:
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
+        descriptor, self.dump = tempfile.mkstemp(prefix="crash-", suffix=".txt", dir=dumps)
+        os.close(descriptor)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(to_child), str(from_child)],
+                [sys.executable, "-m", __name__, str(to_child), str(from_child), self.dump],
                 pass_fds=(to_child, from_child),
                 stdin=subprocess.DEVNULL,
             )
@@ -105,6 +110,17 @@ class _Worker:
         self.receive.close()
         return self.process.returncode
 
+    def dumped(self) -> str | None:
+        """The file holding the Python stack the worker dumped as it crashed, if it did; else
+        its empty file is deleted."""
+        try:
+            if os.path.getsize(self.dump) > 0:
+                return self.dump
+            os.remove(self.dump)
+        except OSError:
+            pass
+        return None
+
 
 class WorkerPool:
     """`size` worker processes, each running `function(setup, job)` for one job at a time.
@@ -131,6 +147,7 @@ class WorkerPool:
         self.timeout = timeout
         self._function = function
         self._setup = setup
+        self._dumps = tempfile.mkdtemp(prefix="simhash-workers-")  # the crash dumps' folder
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: set[_Worker] = set()
         self._guard = threading.Lock()
@@ -145,10 +162,11 @@ class WorkerPool:
                 everyone = list(self._all)
             for worker in everyone:
                 self._retire(worker, kill=True)
+            self._remove_dumps()
             raise
 
     def _start(self) -> _Worker:
-        worker = _Worker(self._function, self._setup)
+        worker = _Worker(self._function, self._setup, self._dumps)
         with self._guard:
             self._all.add(worker)
         return worker
@@ -169,11 +187,14 @@ class WorkerPool:
         """Stop a worker and forget it; its exit code (negative: the signal that ended it)."""
         with self._guard:
             self._all.discard(worker)
-        return worker.stop(kill=kill)
+        exit_code = worker.stop(kill=kill)
+        worker.dumped()  # an empty dump file goes
+        return exit_code
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:
             self._retire(worker, kill=False)
+            self._remove_dumps()
         else:
             self._idle.put(worker)
 
@@ -206,7 +227,10 @@ class WorkerPool:
             self._replace(worker)
             raise WorkerTimeout(f"the job ran over {self.timeout:g} s; its worker was stopped")
         if outcome == "died":
-            raise WorkerCrashed(f"the worker process died (exit code {self._replace(worker)}) on this job")
+            exit_code = self._replace(worker)
+            dump = worker.dumped()
+            where = f"; its Python stack is in {dump}" if dump else ""
+            raise WorkerCrashed(f"the worker process died (exit code {exit_code}) on this job{where}")
         self._release(worker)
         if outcome == "done":
             return value
@@ -235,8 +259,14 @@ class WorkerPool:
             try:
                 worker = self._idle.get_nowait()
             except queue.Empty:
-                return
+                break
             self._retire(worker, kill=False)
+        self._remove_dumps()
+
+    def _remove_dumps(self) -> None:
+        """Remove the crash dumps' folder once empty: a crash's dump stays, for its log line."""
+        with contextlib.suppress(OSError):
+            os.rmdir(self._dumps)
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -245,9 +275,11 @@ class WorkerPool:
         self.close()
 
 
-def _serve(receive: Connection, send: Connection) -> None:
-    """A worker's loop: load the function and setup, then answer each job until told to stop."""
-    faulthandler.enable()  # a crash prints the worker's Python stack to stderr
+def _serve(receive: Connection, send: Connection, dump: str) -> None:
+    """A worker's loop: load the function and setup, then answer each job until told to stop.
+    A crash writes the worker's Python stack to `dump`, not to the caller's stderr."""
+    crashes = open(dump, "w", encoding="utf-8")  # noqa: SIM115 - open as long as the worker lives
+    faulthandler.enable(crashes)
     sys.path[:] = receive.recv()
     try:
         module, name, setup = receive.recv()
@@ -273,4 +305,4 @@ def _serve(receive: Connection, send: Connection) -> None:
 
 
 if __name__ == "__main__":
-    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))
+    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False), sys.argv[3])

@@ -6,6 +6,9 @@ from __future__ import annotations
 import io
 import json
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,34 @@ def test_import_dry_run_lists_each_page(tmp_path: Path, sqlite_url: str) -> None
     assert result.stderr == "dry run, nothing written: kept 1, dropped 1, skipped 1 (no text)\n"
     refused = CliRunner().invoke(cli, ["import", "--db", sqlite_url, str(corpus), "--format", "csv"])
     assert refused.exit_code == 2 and "--format chooses the listing of --dry-run" in refused.stderr
+
+
+@pytest.fixture(scope="module")
+def many_duplicates(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An index whose listings fill more than a pipe's 64 KiB buffer."""
+    db = f"sqlite:///{tmp_path_factory.mktemp('piped') / 'simhash.db'}"
+    with SimhashIndex(db) as index:
+        index.add_many((f"https://kept.example/{n}", n << 20) for n in range(1500))
+        index.check_and_add_many((f"https://h{n}.example/copy", (n << 20) ^ 1) for n in range(1500))
+    return db
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no SIGPIPE")
+@pytest.mark.parametrize(
+    "command",
+    [["duplicates", "--format", "csv"], ["duplicates", "--format", "jsonl"], ["clusters", "--format", "jsonl"]],
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(many_duplicates: str, command: list[str]) -> None:
+    """`simhash-index duplicates --format csv | head -c 10`: no traceback, as with `cat`."""
+    script = "from simhash_index.cli import main; main()"
+    with subprocess.Popen(
+        [sys.executable, "-c", script, *command, "--db", many_duplicates],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert len(process.stdout.read(10)) == 10
+        process.stdout.close()  # what `head -c 10` does once it has its bytes
+        stderr = process.stderr.read().decode()
+        process.wait(timeout=60)
+    assert stderr == ""
+    assert process.returncode in (0, -signal.SIGPIPE)

@@ -201,6 +201,31 @@ def test_signature_of_html_fingerprints_the_main_text():
     assert DEFAULT.signature_of_html("<html><body></body></html>") is None
 
 
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "<p>Die Gezeiten sind das periodische Steigen und Fallen des Meeresspiegels.</p>",
+        "<p>潮汐是海平面周期性的升降，由月球和太阳的引力引起。</p><p>潮汐表可以预测时间。</p>",
+        "<div><p>Tides are the rise and fall of sea levels.</p><script>track()</script></div>",
+    ],
+)
+def test_an_html_fragment_falls_back_to_its_plain_text(fragment: str):
+    """trafilatura finds no main text in a few bare paragraphs (an article body a spider
+    extracted): their plain text is the page's text, scripts left out, not no_text."""
+    from simhash_index.text.extract import extract_text, fragment_text
+
+    text = extract_text(fragment)
+    assert text == fragment_text(fragment) and text and "<" not in text and "track" not in text
+    assert DEFAULT.signature_of_html(fragment) == DEFAULT.signature(text)
+    assert extract_text("<p>   </p><!-- nothing -->") is None
+
+
+def test_fragment_text_doctest():
+    from simhash_index.text import extract
+
+    assert doctest.testmod(extract).failed == 0
+
+
 # -- the recorded scheme ------------------------------------------------------------------
 
 

@@ -161,3 +161,60 @@ def test_the_window_setting() -> None:
     assert PipelineSettings.from_settings(Settings({})).window is None
     with pytest.raises(ValueError, match="SIMHASH_WINDOW"):
         PipelineSettings.from_settings(Settings({"SIMHASH_WINDOW": "a month"}))
+
+
+# -- forgetting beside a crawl -------------------------------------------------------
+
+
+@pytest.mark.parametrize("forgetting", ["prune", "forget"])
+def test_forgetting_beside_writers_on_postgres(postgres_url: str, forgetting: str) -> None:
+    """prune and forget take the locks check-and-add takes: writers beside them never fail,
+    and no logged duplicate points at a page gone (the issue: ForeignKeyViolation)."""
+    import random
+    import threading
+
+    from simhash_index import Signature
+
+    SimhashIndex(postgres_url).close()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    bases = [random.Random(n).getrandbits(64) for n in range(6)]
+
+    def write(writer: int) -> None:
+        rng = random.Random(writer)
+        try:
+            with SimhashIndex(postgres_url, create=False) as index:
+                for round_ in range(10_000):
+                    if stop.is_set():
+                        return
+                    batch = [
+                        (f"https://w{writer}.example/{round_}/{n}", Signature(base ^ (1 << rng.randrange(64)), None))
+                        for n, base in enumerate(bases)
+                    ]
+                    index.check_and_add_many(batch)
+        except BaseException as exc:
+            errors.append(exc)
+
+    def forget_loop() -> None:
+        try:
+            with SimhashIndex(postgres_url, create=False) as index:
+                while not stop.is_set():
+                    if forgetting == "prune":
+                        index.prune(before=datetime.now(timezone.utc) + timedelta(days=1))
+                    else:
+                        index.forget([match.key for base in bases for match in index.query(base)])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(3)]
+    threads.append(threading.Thread(target=forget_loop))
+    for thread in threads:
+        thread.start()
+    time.sleep(2)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, [f"{type(e).__name__}: {e}" for e in errors]
+    with SimhashIndex(postgres_url, create=False) as index:
+        for duplicate in index.duplicates():
+            assert index.get(duplicate.duplicate_of) is not None, duplicate

@@ -902,3 +902,15 @@ def _answer(match):
 
 def _log(index):
     return {d.key: (d.duplicate_of, d.distance, d.exact, d.fingerprint) for d in index.duplicates()}
+
+
+def test_a_batch_of_any_size_fits_a_default_lock_table(postgres_url):
+    """5,000 pages need some 30,000 advisory locks, more than a default server's lock table
+    holds ("out of shared memory"): such a batch locks the whole index instead."""
+    rng = random.Random(5)
+    pages = [(f"https://big.example/{n}", Signature(rng.getrandbits(64), rng.getrandbits(64))) for n in range(5000)]
+    with SimhashIndex(postgres_url) as index:
+        assert index.check_and_add_many(pages) == [None] * len(pages)
+        assert len(index) == 5000
+        copies = [(f"https://copy.example/{n}", Signature(s.simhash ^ 1, None)) for n, (_, s) in enumerate(pages[:8])]
+        assert [m.key for m in index.check_and_add_many(copies)] == [key for key, _ in pages[:8]]

@@ -6,6 +6,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,3 +96,57 @@ def test_sqlite_uri_options_need_uri_true_and_say_so(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.count("\n") == 1 and "uri=true" in result.output and "Warning" not in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+REPORTS = (
+    ["stats", "--format", "json"],
+    ["duplicates", "--format", "jsonl"],
+    ["clusters"],
+    ["query", "--simhash", "1"],
+)
+
+
+def test_report_commands_on_a_cleanly_closed_index_create_no_file(tmp_path: Path) -> None:
+    """A WAL-mode file with no -wal beside it (its last writer closed it) is read as it is;
+    opened plainly, even read-only, SQLite would create a -wal and a -shm."""
+    db = f"sqlite:///{tmp_path / 'simhash.db'}"
+    with SimhashIndex(db) as index:
+        index.check_and_add("https://example.com/a", 0x0123456789ABCDEF)
+        index.check_and_add("https://example.com/a-copy", 0x0123456789ABCDEE)
+    before = files(tmp_path)
+    assert list(before) == ["simhash.db"]
+    for command in REPORTS:
+        assert run(*command, "--db", db).exit_code == 0
+    assert '"documents": 1' in run("stats", "--db", db, "--format", "json").output
+    assert files(tmp_path) == before
+
+
+_WRITER = """
+import sys
+from simhash_index import SimhashIndex
+with SimhashIndex(sys.argv[1]) as index:
+    for line in sys.stdin:  # each line: how many pages to add, then "written"
+        start = len(index)
+        index.add_many((f"https://example.com/{n}", n << 20) for n in range(start, start + int(line)))
+        print("written", flush=True)
+"""
+
+
+def test_report_commands_beside_a_writer_read_its_pages_and_change_no_file(tmp_path: Path) -> None:
+    """Beside a crawl's open connection (its -wal and -shm there), a report reads what it
+    committed, and does not write to the -shm (it reads it read-only)."""
+    db = f"sqlite:///{tmp_path / 'simhash.db'}"
+    SimhashIndex(db).close()
+    with subprocess.Popen(
+        [sys.executable, "-c", _WRITER, db], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as writer:
+        for added, total in ((10, 10), (15, 25)):
+            writer.stdin.write(f"{added}\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline() == "written\n"
+            before = files(tmp_path)
+            assert set(before) == {"simhash.db", "simhash.db-wal", "simhash.db-shm"}
+            result = run("stats", "--db", db, "--format", "json")
+            assert result.exit_code == 0 and f'"documents": {total}' in result.output
+            assert files(tmp_path) == before
+        writer.stdin.close()

@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -102,6 +105,7 @@ def test_the_documented_key_layout(redis_url: str, client: redis.Redis) -> None:
     )  # short: no blocks
     assert client.zrange(f"{p}dup_log", 0, -1) == [b"1"]
     assert client.hgetall(f"{p}dup_ids") == {b"https://b/": b"1"}
+    assert client.smembers(f"{p}against:1") == {b"1"}
     entry = client.hgetall(f"{p}dup:1")
     assert {k: entry[k] for k in (b"key", b"duplicate_of", b"duplicate_of_id", b"distance", b"exact")} == {
         b"key": b"https://b/",
@@ -233,3 +237,95 @@ def test_a_server_lost_and_back(own_server) -> None:
     with SimhashIndex(f"redis://:{PASSWORD}@127.0.0.1:{port}/0?prefix=lost:") as index:  # a new one
         assert index.check_and_add("b", 1) is None
         assert index.check_and_add("c", 1) == Match("b", 1, 0)
+
+
+def test_reset_forget_and_prune_leave_an_index_under_a_longer_prefix(redis_url: str, client: redis.Redis) -> None:
+    """`site:` and `site:news:`: the first one's reset deleted every key matching `site:*`."""
+    _, prefix = split_url(redis_url)
+    neighbour = redis_prefix_url(prefix + "news:")
+    try:
+        with SimhashIndex(redis_url + "&texts=1") as site, SimhashIndex(neighbour + "&texts=1") as news:
+            for index in (site, news):
+                assert index.check_and_add_many([("a", Signature(1, 2)), ("b", Signature(1, 3))])[1] is not None
+                index.store_texts([("a", "a text"), ("b", "b text")])
+            site.forget(["a"])
+            site.prune(before=datetime.now(timezone.utc) + timedelta(days=1))
+            site.reset()
+            assert (len(site), site.duplicates()) == (0, [])
+            assert len(news) == 1 and [d.key for d in news.duplicates()] == ["b"]
+            assert (news.text("a"), news.text("b")) == ("a text", "b text")
+        assert [
+            key for key in client.scan_iter(match=f"{prefix}*") if not key.startswith(f"{prefix}news:".encode())
+        ] == [f"{prefix}meta".encode()]
+    finally:
+        for key in client.scan_iter(match=f"{prefix}news:*"):
+            client.delete(key)
+
+
+KILLED_PAGES = 3000  # three script calls of prune: killed after the first
+
+_KILLED_PRUNE = """
+import os, signal, sys
+from datetime import datetime, timedelta, timezone
+from simhash_index import SimhashIndex
+from simhash_index.index.redis.backend import RedisIndex
+
+run = RedisIndex._run
+
+def run_then_die(self, command, *args, **options):
+    answer = run(self, command, *args, **options)
+    if command == "prune":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return answer
+
+RedisIndex._run = run_then_die
+SimhashIndex(sys.argv[1]).prune(before=datetime.now(timezone.utc) + timedelta(days=1))
+"""
+
+
+def test_a_killed_prune_leaves_no_duplicate_against_a_gone_page(redis_url: str) -> None:
+    """A page and the duplicates logged against it go in one script call: a prune SIGKILLed
+    after its first call leaves no logged duplicate pointing at a page no longer stored."""
+    rng = random.Random(3)
+    fingerprints = [rng.getrandbits(64) for _ in range(KILLED_PAGES)]
+    with SimhashIndex(redis_url) as index:
+        index.add_many((f"https://p/{n}", fp) for n, fp in enumerate(fingerprints))
+        copies = [(f"https://copy/{n}", Signature(fp ^ 1, None)) for n, fp in enumerate(fingerprints[::10])]
+        assert all(index.check_and_add_many(copies))
+    killed = subprocess.run([sys.executable, "-c", _KILLED_PRUNE, redis_url], timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    with SimhashIndex(redis_url, create=False) as index:
+        assert 0 < len(index) < KILLED_PAGES
+        logged = index.duplicates()
+        assert [d.key for d in logged if index.get(d.duplicate_of) is None] == []
+        assert 0 < len(logged) < len(copies)
+
+
+def test_the_pipeline_starts_a_new_index_when_the_server_comes_back_empty(own_server, caplog) -> None:
+    """Redis restarted without persistence mid-crawl: deduplication resumes on a new, empty index
+    (the issue: every item after "the index answers again" passed through with errors/db)."""
+    from scrapy.exceptions import DropItem
+    from sites import english_article, page
+    from test_pipeline import make_pipeline, stats
+
+    port, start, stop = own_server
+    url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0?prefix=crawl:"
+    pipeline = make_pipeline(url, SIMHASH_ON_DB_ERROR="pass", SIMHASH_BATCH_SIZE=1)
+    try:
+        pipeline.process_item_blocking({"url": "http://a/0", "html": page("First", english_article(0))})
+        stop()
+        start()
+        deadline = time.monotonic() + 10
+        for n in range(1, 1000):  # items pass through while the client notices and reconnects
+            html = page(f"Page {n}", english_article(n))
+            pipeline.process_item_blocking({"url": f"http://a/{n}", "html": html})
+            if stats(pipeline).get("simhash/kept", 0) == 2:
+                break
+            assert time.monotonic() < deadline, f"deduplication did not resume: {stats(pipeline)}"
+            time.sleep(0.1)
+        with pytest.raises(DropItem):
+            pipeline.process_item_blocking({"url": "http://copy/", "html": html})
+        assert stats(pipeline)["simhash/index_lost"] == 1
+        assert "starting a new, empty index" in caplog.text
+    finally:
+        pipeline.stop()

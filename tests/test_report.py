@@ -250,3 +250,38 @@ def test_review_by_clicking(review: tuple[str, Path]) -> None:
         browser.close()
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a rendered page, not a blank one
+
+
+class Links(HTMLParser):
+    """Each link of a page: its target and its text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[list[str]] = []
+        self._open: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._open = [dict(attrs).get("href") or "", ""]
+            self.links.append(self._open)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._open = None
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open[1] += data
+
+
+def test_a_bidi_override_in_a_url_shows_as_an_escape(sqlite_url: str) -> None:
+    """`https://evil.example/<U+202E>gnp.exe` would read `.../exe.png`: the link text shows
+    `\\u202e`, as the listings do; the link still goes to the URL as it is."""
+    spoof = "https://evil.example/\u202egnp.exe"
+    with SimhashIndex(sqlite_url) as index:
+        assert index.check_and_add("https://example.com/a", 0x0123456789ABCDEF) is None
+        assert index.check_and_add(spoof, 0x0123456789ABCDEE) is not None
+    parser = Links()
+    parser.feed(ok("report", "--db", sqlite_url, "--html", "-"))
+    assert [spoof, "https://evil.example/\\u202egnp.exe"] in parser.links
+    assert not any("\u202e" in text for _, text in parser.links)

@@ -72,7 +72,8 @@ BAD = [
     ("SIMHASH_WORKERS", -1, "SIMHASH_WORKERS must be at least 0"),
     ("SIMHASH_WORKERS", 1.5, "SIMHASH_WORKERS must be an integer"),
     ("SIMHASH_WORKER_TIMEOUT", 0, "SIMHASH_WORKER_TIMEOUT must be at least"),
-    ("SIMHASH_BATCH_SIZE", 0, "SIMHASH_BATCH_SIZE must be at least 1"),
+    ("SIMHASH_BATCH_SIZE", 0, "SIMHASH_BATCH_SIZE must be from 1 to 10000"),
+    ("SIMHASH_BATCH_SIZE", 10_001, "SIMHASH_BATCH_SIZE must be from 1 to 10000"),
     ("SIMHASH_DATABASE_URL", 5, "SIMHASH_DATABASE_URL must be a string"),
 ]
 

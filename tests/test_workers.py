@@ -145,3 +145,17 @@ def test_a_setup_workers_cannot_load_fails_at_once() -> None:
 
     with pytest.raises(WorkerStartError, match="cannot start: .*boom"):
         WorkerPool(worker_jobs.echo, worker_jobs.Unloadable(), size=2)
+
+
+def test_a_crash_dumps_its_stack_to_a_file_named_in_the_error(capfd: pytest.CaptureFixture[str]) -> None:
+    """Not to the caller's stderr (a crawl's output): to a file the WorkerCrashed message names."""
+    with WorkerPool(worker_jobs.misbehave, size=1, timeout=5) as pool:
+        with pytest.raises(WorkerCrashed) as crashed:
+            pool.run("segfault")
+        assert pool.run("page")[1] == "page"
+    assert "Fatal Python error" not in capfd.readouterr().err
+    dump = str(crashed.value).rpartition("its Python stack is in ")[2]
+    with open(dump, encoding="utf-8") as file:
+        assert "Segmentation fault" in file.read()
+    os.remove(dump)
+    os.rmdir(os.path.dirname(dump))

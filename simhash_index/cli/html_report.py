@@ -22,6 +22,7 @@ from ..index import texts
 from ..index.base import Cluster, Index
 from ..index.records import Duplicate
 from .commands import cli, db_option, open_index
+from .formats import visible
 from .report_assets import CSP, SCRIPT, STYLE
 from .reports import host_of
 
@@ -34,10 +35,15 @@ def e(value: object) -> str:
 
 
 def link(url: str) -> str:
-    """A URL as a link when it is http(s), else as text (a javascript: URL must not be clickable)."""
+    """A URL as a link when it is http(s), else as text (a javascript: URL must not be clickable).
+
+    The text shows control and bidi characters as escapes, as the listings do (U+202E would show
+    `evil.example/\u202egnp.exe` as `evil.example/exe.png`); the link goes to the URL as it is.
+    """
+    shown = e(visible(url))
     if url.lower().startswith(("http://", "https://")):
-        return f'<a href="{e(url)}" rel="noreferrer">{e(url)}</a>'
-    return e(url)
+        return f'<a href="{e(url)}" rel="noreferrer">{shown}</a>'
+    return shown
 
 
 def bars(rows: list[tuple[str, int]], name: str) -> str:

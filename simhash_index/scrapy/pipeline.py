@@ -22,7 +22,13 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from twisted.python.threadpool import ThreadPool
 
-from ..errors import IndexUnavailableError, LayoutMismatchError, SchemeMismatchError, SimhashIndexError
+from ..errors import (
+    IndexNotFoundError,
+    IndexUnavailableError,
+    LayoutMismatchError,
+    SchemeMismatchError,
+    SimhashIndexError,
+)
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.pages import Page, PageJob, PageSetup, analyse
 from ..fingerprinting.simhash import to_hex
@@ -148,7 +154,19 @@ class SimhashDedupPipeline:
         for noisy in ("trafilatura", "htmldate", "courlan", "justext"):
             logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger(noisy).getEffectiveLevel()))
         settings = self.settings
-        self.index = open_index(
+        self.index = self._open_index()
+        try:
+            self._stored_at_start = len(self.index)
+            if settings.workers:
+                self.pool = WorkerPool(analyse, self._setup, size=settings.workers, timeout=settings.worker_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.writer = BatchWriter(self._decide, batch_size=settings.batch_size)
+
+    def _open_index(self) -> Index:
+        settings = self.settings
+        return open_index(
             settings.database_url,
             max_distance=settings.max_distance,
             min_similarity=settings.min_similarity,
@@ -160,14 +178,6 @@ class SimhashDedupPipeline:
             connect_timeout=settings.connect_timeout,
             statement_timeout=settings.statement_timeout,
         )
-        try:
-            self._stored_at_start = len(self.index)
-            if settings.workers:
-                self.pool = WorkerPool(analyse, self._setup, size=settings.workers, timeout=settings.worker_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        self.writer = BatchWriter(self._decide, batch_size=settings.batch_size)
 
     def _recorded_scheme(self) -> str | None:
         """The scheme an existing index was built with (None when it cannot be read)."""
@@ -346,7 +356,11 @@ class SimhashDedupPipeline:
         if outage is not None:
             raise IndexUnavailableError(f"{outage} (waiting for it to answer again)")
         try:
-            answers = index.check_and_add_many(batch)
+            try:
+                answers = index.check_and_add_many(batch)
+            except IndexNotFoundError as exc:
+                index = self._start_anew(index, exc)
+                answers = index.check_and_add_many(batch)
         except IndexUnavailableError as exc:
             self._outage = str(exc)
             threading.Thread(target=self._probe, args=(index,), name="simhash-probe", daemon=True).start()
@@ -356,6 +370,20 @@ class SimhashDedupPipeline:
         except SimhashIndexError as exc:  # the decisions stand; only these texts are not kept
             logger.warning("simhash: pages' texts were not kept: %s", safe(exc, 400))
         return answers
+
+    def _start_anew(self, vanished: Index, exc: IndexNotFoundError) -> Index:
+        """The index is gone from a server that answers (Redis restarted without persistence,
+        or flushed): a new, empty one is opened in its place, so that the rest of the crawl is
+        deduplicated; the pages decided before are not remembered."""
+        logger.warning(
+            "simhash: %s; starting a new, empty index there: the pages decided before it was lost are forgotten",
+            safe(one_line(exc), 1000),
+        )
+        self.outcomes.note("index_lost")
+        index = self._open_index()
+        self.index = index
+        vanished.close()
+        return index
 
     def _probe(self, index: Index) -> None:
         """Ping the index until it answers (or the pipeline stops), then let batches through again."""

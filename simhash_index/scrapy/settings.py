@@ -71,7 +71,7 @@ class PipelineSettings:
             on_db_error=read.choice("ON_DB_ERROR", ON_DB_ERROR, "stop", fold=str.lower),
             workers=read.integer("WORKERS", default_size(), 0, None),
             worker_timeout=read.number("WORKER_TIMEOUT", defaults.WORKER_TIMEOUT_S, 1e-3, None),
-            batch_size=read.integer("BATCH_SIZE", defaults.BATCH_SIZE, 1, None),
+            batch_size=read.integer("BATCH_SIZE", defaults.BATCH_SIZE, 1, defaults.MAX_BATCH_SIZE),
             connect_timeout=read.number("CONNECT_TIMEOUT", defaults.CONNECT_TIMEOUT_S, 0.1, None),
             statement_timeout=read.number("STATEMENT_TIMEOUT", defaults.STATEMENT_TIMEOUT_S, 0.1, None),
             extract=_extract_options(settings),

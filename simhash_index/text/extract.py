@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from . import parsers
@@ -11,6 +12,14 @@ FAVOR = (None, "precision", "recall")
 DEFAULT_MAX_BYTES = 20_000_000  # trafilatura's own limit: larger pages are not parsed
 
 logger = logging.getLogger(__name__)
+
+_DOCUMENT = re.compile(r"<(?:html|head|body)[\s>/]", re.IGNORECASE)  # a whole page, not a fragment
+_NOT_TEXT = ("script", "style", "noscript", "template", "head", "title")
+_BLOCKS = frozenset(  # elements whose text is a line of its own
+    {"p", "div", "br", "li", "ul", "ol", "dl", "dt", "dd", "h1", "h2", "h3", "h4", "h5", "h6", "hr"}
+    | {"table", "tr", "td", "th", "blockquote", "pre", "section", "article", "aside", "header", "footer"}
+    | {"nav", "main", "figure", "figcaption", "address"}
+)
 
 
 class ExtractionError(ValueError):
@@ -81,4 +90,31 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
         )
     except (RecursionError, ValueError, TypeError, MemoryError) as exc:
         raise ExtractionError(f"trafilatura failed: {type(exc).__name__}: {str(exc)[:200]}") from exc
+    if not text and not _DOCUMENT.search(html):
+        text = fragment_text(html)
     return text or None
+
+
+def fragment_text(html: str) -> str:
+    r"""The text of an HTML fragment (`<p>...</p>`, an article body a spider extracted), a line
+    per block, without scripts and styles: trafilatura looks for a page's main text, and finds
+    none in a fragment of a few paragraphs.
+
+    >>> fragment_text("<p>One <b>bold</b> word.</p><script>x()</script><p>Two.</p>")
+    'One bold word.\nTwo.'
+    """
+    from lxml import etree
+    from lxml import html as lxml_html
+
+    try:
+        root = lxml_html.fromstring(html, parser=parsers.thread_parser())
+    except (etree.ParserError, ValueError):  # nothing but comments or whitespace
+        return ""
+    for element in list(root.iter(*_NOT_TEXT)):
+        element.drop_tree()
+    for element in root.iter():
+        if isinstance(element.tag, str) and element.tag in _BLOCKS:
+            element.text = "\n" + (element.text or "")
+            element.tail = "\n" + (element.tail or "")
+    lines = (" ".join(line.split()) for line in root.text_content().splitlines())
+    return "\n".join(line for line in lines if line)

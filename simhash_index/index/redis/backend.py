@@ -7,6 +7,7 @@ Python rule on random sequences. The key layout is docs/redis.md's.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -54,6 +55,12 @@ STREAM_ROWS = 1000  # log entries read at a time
 PAGES_PER_CALL = 250  # pages stored by one script call in a bulk load: a few ms of the server each
 _SCRIPT = (Path(__file__).parent / "script.lua").read_text(encoding="utf-8")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# The names (after the prefix) of an index's data keys, docs/redis.md's, `meta` aside: no key of
+# another index, whose prefix extends this one's, has such a name.
+_DATA_KEY = re.compile(
+    rb"ids|next_id|dup_ids|next_dup|dup_log|texts|texts_bytes"
+    rb"|(?:doc|sketch|dup|against):[0-9]+|block:[0-3]:[0-9a-f]{4}|text:[0-9a-f]{16}"
+)
 
 
 def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
@@ -272,27 +279,28 @@ class RedisIndex(Index):
             with self._talking():
                 pages, duplicates = self._run("forget", *chunk)
             total += Forgotten(int(pages), int(duplicates))
-        return total + self._sweep(None) if total.pages else total
+        return total + self._sweep(None) if total.pages else total  # logged before `against:` sets
 
     def _prune(self, before: datetime) -> Forgotten:
-        """HSCAN the stored keys; the script removes those stored before `before`, a batch at a
-        time; then a sweep of the log."""
+        """HSCAN the stored keys; the script removes those stored before `before` with the
+        duplicates logged against them, a batch at a time; then a sweep of the log."""
         self._writable()
-        pages, cutoff = 0, micros(before)
+        total, cutoff = Forgotten(), micros(before)
         with self._talking():
             batch: list[bytes] = []
             for key in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS):
                 batch.append(key[0])
                 if len(batch) >= STREAM_ROWS:
-                    pages += int(self._run("prune", cutoff, *batch))
+                    total += Forgotten(*map(int, self._run("prune", cutoff, *batch)))
                     batch = []
             if batch:
-                pages += int(self._run("prune", cutoff, *batch))
-        return Forgotten(pages) + self._sweep(cutoff)
+                total += Forgotten(*map(int, self._run("prune", cutoff, *batch)))
+        return total + self._sweep(cutoff)
 
     def _sweep(self, before: int | None) -> Forgotten:
         """Take out of the log the entries logged before `before` (microseconds) and those
-        against a page no longer stored, STREAM_ROWS log ids a script call."""
+        against a page no longer stored (logged before the `against:` sets were kept), STREAM_ROWS
+        log ids a script call."""
         removed, after = 0, "-inf"
         while True:
             with self._talking():
@@ -307,11 +315,12 @@ class RedisIndex(Index):
         pages, duplicates = len(self), 0
         with self._talking():
             duplicates = int(self._client.zcard(self._key("dup_log")))
-            meta = self._key("meta").encode("utf-8")
+            prefix = self.prefix.encode("utf-8")
             pattern = glob_escape(self.prefix) + "*"
             doomed: list[bytes] = []
             for key in self._client.scan_iter(match=pattern, count=STREAM_ROWS):
-                if key != meta:
+                # an index whose prefix extends this one's (`site:` and `site:news:`) keeps its keys
+                if _DATA_KEY.fullmatch(key[len(prefix) :]):
                     doomed.append(key)
                 if len(doomed) >= STREAM_ROWS:
                     self._client.unlink(*doomed)

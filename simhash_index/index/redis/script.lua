@@ -89,9 +89,17 @@ local function put(id, key, fp, th, sketch, exact_only, now, replacing)
   end
 end
 
+-- The log ids of the duplicates logged against page `id` (kept with the log, so that the page
+-- and its duplicates go in one atomic step).
+local function against_key(id)
+  return P .. 'against:' .. id
+end
+
 local function forget_duplicate(key)
   local did = redis.call('HGET', P .. 'dup_ids', key)
   if did then
+    local target = redis.call('HGET', P .. 'dup:' .. did, 'duplicate_of_id')
+    if target then redis.call('SREM', against_key(target), did) end
     redis.call('HDEL', P .. 'dup_ids', key)
     redis.call('ZREM', P .. 'dup_log', did)
     redis.call('DEL', P .. 'dup:' .. did)
@@ -173,6 +181,9 @@ local function log_duplicate(key, fp, match, now, max_distance)
     redis.call('ZADD', P .. 'dup_log', did, did)
   end
   local entry = P .. 'dup:' .. did
+  local target = redis.call('HGET', entry, 'duplicate_of_id')
+  if target then redis.call('SREM', against_key(target), did) end
+  redis.call('SADD', against_key(match.id), did)
   redis.call('DEL', entry)
   redis.call('HSET', entry, 'key', key, 'duplicate_of', match.key, 'duplicate_of_id', match.id,
     'distance', match.distance, 'exact', match.exact, 'seen_at', now, 'radius', max_distance)
@@ -255,15 +266,26 @@ local function forget_text(key)
   end
 end
 
--- Removes the page stored under `key`, if any, with its text; returns 1 when there was one.
+-- Removes the page stored under `key`, if any, with its text and the duplicates logged against
+-- it; returns 1 when there was one, and how many duplicates went with it.
 local function forget_page(key)
   local id = redis.call('HGET', P .. 'ids', key)
-  if not id then return 0 end
+  if not id then return 0, 0 end
+  local duplicates = 0
+  for _, did in ipairs(redis.call('SMEMBERS', against_key(id))) do
+    local dropped = redis.call('HGET', P .. 'dup:' .. did, 'key')
+    if dropped then
+      forget_duplicate(dropped)
+      forget_text(dropped)
+      duplicates = duplicates + 1
+    end
+  end
+  redis.call('DEL', against_key(id))
   forget_text(key)
   unindex(id)
   redis.call('DEL', doc_key(id), P .. 'sketch:' .. id)
   redis.call('HDEL', P .. 'ids', key)
-  return 1
+  return 1, duplicates
 end
 
 if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
@@ -303,11 +325,12 @@ elseif command == 'get' then
   if not id then return false end
   return {redis.call('HGET', doc_key(id), 'fingerprint') or ''}
 elseif command == 'forget' then
-  -- keys: each stored page and each logged duplicate with one of them removed; returns
-  -- {pages, duplicates} (the duplicates logged against the pages go in a `sweep`)
+  -- keys: each stored page (with the duplicates logged against it) and each logged duplicate
+  -- with one of them removed; returns {pages, duplicates}
   local pages, duplicates = 0, 0
   for i = 3, #ARGV do
-    pages = pages + forget_page(ARGV[i])
+    local page, against = forget_page(ARGV[i])
+    pages, duplicates = pages + page, duplicates + against
     if redis.call('HEXISTS', P .. 'dup_ids', ARGV[i]) == 1 then
       forget_duplicate(ARGV[i])
       forget_text(ARGV[i])
@@ -316,15 +339,17 @@ elseif command == 'forget' then
   end
   return {pages, duplicates}
 elseif command == 'prune' then
-  -- before (microseconds), then keys: the pages among them stored before it are removed
-  local before, pages = tonumber(ARGV[3]), 0
+  -- before (microseconds), then keys: the pages among them stored before it are removed, with
+  -- the duplicates logged against them; returns {pages, duplicates}
+  local before, pages, duplicates = tonumber(ARGV[3]), 0, 0
   for i = 4, #ARGV do
     local id = redis.call('HGET', P .. 'ids', ARGV[i])
     if id and tonumber(redis.call('HGET', doc_key(id), 'stored_at')) < before then
-      pages = pages + forget_page(ARGV[i])
+      local page, against = forget_page(ARGV[i])
+      pages, duplicates = pages + page, duplicates + against
     end
   end
-  return pages
+  return {pages, duplicates}
 elseif command == 'sweep' then
   -- before (microseconds, or ''), then log ids: each entry logged before it, or against a
   -- page no longer stored, leaves the log; returns how many left

@@ -1,7 +1,8 @@
 """check_and_add_many on SQL: a batch of pages decided in one transaction.
 
-Lock (PostgreSQL: advisory locks on every value a check of the batch could see; SQLite:
-the writer lock, taken by the caller's BEGIN IMMEDIATE), read every stored page the batch
+Lock (PostgreSQL: advisory locks on every value a check of the batch could see, or the
+whole index for a batch too large for the server's lock table; SQLite: the writer lock,
+taken by the caller's BEGIN IMMEDIATE), read every stored page the batch
 could see in a few statements, decide each page in order with the rule (a page sees the
 ones decided before it in the batch), write every row, and let the caller commit once.
 """
@@ -20,7 +21,7 @@ from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
 from ..records import Match, Policy, StoredPage, key_hash, to_signed
-from .engine import advisory_lock_keys
+from .engine import WRITERS_LOCK, advisory_lock_keys
 from .layouts import Layout
 from .statements import (
     MARKS,
@@ -81,21 +82,39 @@ def check_and_add_many(
     return answers
 
 
-_LOCK_ALL = (  # one statement whatever the batch: the locks taken row by row, in the sorted order
-    "SELECT count(pg_advisory_xact_lock(c, o)) FROM "
-    "(SELECT c, o FROM unnest(%s::int[], %s::int[]) AS t(c, o) ORDER BY c, o) AS ordered"
+# Past this many advisory locks a batch locks the whole index instead: a default server's lock
+# table holds about 6,400 locks (max_locks_per_transaction x max_connections) for all connections.
+MOST_LOCKS = 1000
+_LOCK_ALL = (  # one statement whatever the batch: the locks taken row by row, the shared one first
+    "SELECT count(CASE WHEN s THEN pg_advisory_xact_lock_shared(c, o) ELSE pg_advisory_xact_lock(c, o) END) "
+    "FROM (SELECT c, o, s FROM unnest(%s::int[], %s::int[], %s::bool[]) AS t(c, o, s) ORDER BY s DESC, c, o) AS ordered"
 )
 
 
 def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int]) -> None:
-    """Transaction-level advisory locks on every block value, text hash and key of the batch,
-    in sorted order (so no two writers deadlock): two near-duplicates share a block value,
-    so a second writer waits for the first to commit, then sees its pages."""
+    """Transaction-level advisory locks on every block byte, text hash and key of the batch
+    (advisory_lock_keys), in sorted order (so no two writers deadlock): two near-duplicates
+    share one, so a second writer waits for the first to commit, then sees its pages.
+
+    All under WRITERS_LOCK, shared among writers, which forgetting takes alone (lock_index):
+    a page a writer read cannot go before the writer commits. A batch that would need more
+    than MOST_LOCKS locks takes WRITERS_LOCK alone too.
+    """
     keys: set[tuple[int, int]] = set()
     for key, signature in pages:
         keys.update(advisory_lock_keys(signature, hashes[key]))
-    classes, objects = zip(*sorted(keys))
-    fetch(conn, _LOCK_ALL, (list(classes), list(objects)))
+    if len(keys) > MOST_LOCKS:
+        lock_index(conn)
+        return
+    classes, objects = zip(WRITERS_LOCK, *sorted(keys))
+    fetch(conn, _LOCK_ALL, (list(classes), list(objects), [True] + [False] * len(keys)))
+
+
+def lock_index(conn: Connection) -> None:
+    """PostgreSQL: wait for every writer's transaction to end, and keep new ones waiting until
+    this one ends (SQLite's BEGIN IMMEDIATE does as much already)."""
+    if conn.dialect.name == "postgresql":
+        fetch(conn, "SELECT pg_advisory_xact_lock(%s, %s)", WRITERS_LOCK)
 
 
 class Stored:

@@ -34,6 +34,7 @@ WRITE = "simhash_write"  # execution option: this transaction will write
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
 SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
+WRITERS_LOCK = (_LOCK_SPACE + 8, 0)  # shared by writers, taken alone by forgetting (batch.lock_neighbourhoods)
 
 
 def parse_url(url: str | URL) -> URL:
@@ -147,9 +148,11 @@ def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Eng
     connect_args: dict[str, Any] = {"timeout": access.statement_timeout, "check_same_thread": False}
     if is_memory(url):
         engine = create_engine(url, connect_args=connect_args, poolclass=StaticPool)
-    elif access.read_only:  # a URI with mode=ro: nothing is created or changed, not even the journal mode
-        address = read_only_uri(sqlite_path(url))
-        engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(address, uri=True, **connect_args))
+    elif access.read_only:  # nothing is created or changed, not even the journal mode (read_only_uri)
+        path = sqlite_path(url)
+        engine = create_engine(
+            "sqlite://", creator=lambda: sqlite3.connect(read_only_uri(path), uri=True, **connect_args)
+        )
     else:
         engine = create_engine(url, connect_args=connect_args)
 
@@ -201,16 +204,29 @@ def sqlite_path(url: URL) -> Path:
 
 
 def read_only_uri(path: Path) -> str:
-    """An SQLite URI that opens a file read-only; on a read-only file system also `immutable`
-    (SQLite could not create the shared-memory file a WAL database needs, and nobody can write there)."""
+    """An SQLite URI that opens a file read-only and creates or changes no file, for a new connection.
+
+    A WAL-mode file with no `-wal` beside it has no writer connected: opened plainly it would get
+    a new `-wal` and `-shm`, so it is read as `immutable` (a connection opened then does not see
+    a crawl that starts later: open the index again). Beside a writer's `-wal` and `-shm`, the
+    `-shm` is opened read-only (`readonly_shm`): the read builds the WAL's index in its own memory.
+    A file in rollback mode (another application's) needs neither. On a read-only file system
+    `immutable` too: nobody can write there.
+    """
     absolute = path.absolute()
     uri = f"{absolute.as_uri()}?mode=ro"
     try:
         if os.statvfs(absolute.parent).f_flag & os.ST_RDONLY:
-            uri += "&immutable=1"
+            return uri + "&immutable=1"
+        with absolute.open("rb") as file:
+            wal_mode = file.read(20)[18:19] == b"\x02"  # the header's file format version: 2 is WAL
     except OSError:
-        pass
-    return uri
+        return uri
+    if not wal_mode:
+        return uri
+    if not Path(f"{absolute}-wal").exists():
+        return uri + "&immutable=1"
+    return uri + "&readonly_shm=1" if Path(f"{absolute}-shm").exists() else uri
 
 
 def _switch_to_wal(cursor: Any, timeout: float) -> None:

@@ -1,6 +1,9 @@
 """Forgetting on SQL: pages by key, pages stored before a moment (in short transactions of
 CHUNK rows, found through the primary key so that no step scans what an earlier one
 deleted), and everything. The duplicates logged against a page go with it.
+
+Each transaction first locks the index against writers (batch.lock_index): a writer that
+read a page logs its duplicate against it before the page goes, or finds it gone.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from ..base import Forgotten
 from ..records import key_hash
+from .batch import lock_index
 from .statements import MARKS, delete_where, fetch, in_parameters, one_of
 
 CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
@@ -33,6 +37,7 @@ def forget(transaction: Transaction, keys: Sequence[str]) -> Forgotten:
         wanted = set(chunk)
         hashes = [key_hash(key) for key in chunk]
         with transaction() as conn:
+            lock_index(conn)
             where, values = one_of(conn.dialect.name, "key_hash", len(hashes)), in_parameters(conn.dialect.name, hashes)
             rows = fetch(conn, f"SELECT id, key FROM simhash_documents WHERE {where}", values)
             total += remove_pages(conn, [row_id for row_id, key in rows if key in wanted])
@@ -50,6 +55,7 @@ def prune(transaction: Transaction, before: object) -> Forgotten:
         last = 0
         while True:
             with transaction() as conn:
+                lock_index(conn)
                 mark = MARKS[conn.dialect.paramstyle]
                 statement = f"SELECT id FROM {table} WHERE id > {mark} AND {column} < {mark} ORDER BY id LIMIT {CHUNK}"
                 ids = [row[0] for row in fetch(conn, statement, (last, before))]
@@ -65,5 +71,6 @@ def prune(transaction: Transaction, before: object) -> Forgotten:
 
 def reset(conn: Connection) -> Forgotten:
     """Delete every row of the index (its metadata stays)."""
+    lock_index(conn)
     duplicates = conn.exec_driver_sql("DELETE FROM simhash_duplicates").rowcount
     return Forgotten(int(conn.exec_driver_sql("DELETE FROM simhash_documents").rowcount), int(duplicates))
