@@ -83,9 +83,11 @@ def expected(db_url: str) -> tuple[dict[str, int], list[int]]:
 def test_report_counts_and_escaping(db_url: str, tmp_path: Path) -> None:
     fill(db_url)
     target = tmp_path / "report.html"
-    assert ok("report", "--db", db_url, "--html", str(target)) == ""
+    said = ok("report", "--db", db_url, "--html", str(target))
     page = counted(target.read_text(encoding="utf-8"))
     totals, sizes = expected(db_url)
+    counts = f"{totals['documents']} pages stored, {totals['duplicates']} duplicates ({totals['exact']} exact, "
+    assert said == f"wrote {target}: {counts}{totals['near']} near), {len(sizes)} clusters\n"
     assert (page.totals, page.clusters, page.drops) == (totals, sizes, sum(sizes))
     assert sizes == [3, 2]  # OTHER's copies, then TEXT's
     assert page.scripts == 0 and page.handlers == 0

@@ -19,6 +19,7 @@ import click
 from ..index import texts
 from ..index.base import Cluster, Index
 from ..index.records import Duplicate
+from . import formats
 from .commands import cli, db_option, open_index
 
 SIMILARITY_BINS = 20  # 0.05 wide
@@ -113,8 +114,9 @@ def cluster_html(cluster: Cluster, index: Index) -> str:
     )
 
 
-def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> None:
-    """The report, streamed: the log is read twice (histograms, then clusters), never held."""
+def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str:
+    """The report, streamed: the log is read twice (histograms, then clusters), never held.
+    Returns what it shows: pages stored, duplicates, clusters."""
     duplicates = exact = 0
     for duplicate in index.logged():
         duplicates += 1
@@ -146,6 +148,8 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> Non
     if limit is not None and shown == limit:
         out.write(f'<p class="muted">the {limit} largest clusters are shown (--limit)</p>')
     out.write("</body></html>\n")
+    near = duplicates - exact
+    return f"{stored} pages stored, {duplicates} duplicates ({exact} exact, {near} near), {shown} clusters"
 
 
 @cli.command()
@@ -164,7 +168,10 @@ def report(db: str, html_file: str, limit: int | None) -> None:
     Totals, histograms of distance and similarity, and the clusters largest
     first: each kept page with the pages dropped as its duplicates, their
     distance, similarity and rule. Opens offline; page text is escaped.
+    Prints the file written and its counts.
     """
     index = open_index(db)
     with click.open_file(html_file, "w", encoding="utf-8") as out:
-        write_report(index, out, limit=limit)
+        shown = write_report(index, out, limit=limit)
+    if html_file != "-":  # on stdout, the report is the output
+        click.echo(f"wrote {formats.visible(html_file)}: {shown}")
