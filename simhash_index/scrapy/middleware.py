@@ -22,8 +22,10 @@ from w3lib.url import canonicalize_url
 
 from ..errors import SimhashIndexError
 from ..index.records import Duplicate, check_key
+from .failures import checked
 from .logformatter import safe
 from .pipeline import running_pipeline
+from .settings import SkipSettings
 from .stats import PREFIX
 
 logger = logging.getLogger(__name__)
@@ -48,14 +50,14 @@ class SimhashSkipDuplicatesMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashSkipDuplicatesMiddleware:
-        settings = crawler.settings
-        if not settings.getbool("SIMHASH_SKIP_DUPLICATES", False):
+        settings = checked(SkipSettings.from_settings, crawler.settings)
+        if not settings.skip:
             raise NotConfigured  # opt-in: silent when off
-        if not settings.getbool("SIMHASH_ENABLED", True):
+        if not settings.enabled:
             raise NotConfigured("SIMHASH_SKIP_DUPLICATES needs the pipeline, and SIMHASH_ENABLED is False")
-        if settings.get("SIMHASH_KEY"):
+        if settings.keyed_otherwise:
             raise NotConfigured("SIMHASH_SKIP_DUPLICATES matches request URLs, and SIMHASH_KEY keys items otherwise")
-        middleware = cls(crawler, canonicalize=settings.getbool("SIMHASH_CANONICALIZE_URL", False))
+        middleware = cls(crawler, canonicalize=settings.canonicalize_url)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware

@@ -11,6 +11,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.statscollectors import StatsCollector
 
+from .failures import checked
+from .settings import enabled
+
 logger = logging.getLogger(__name__)
 
 PREFIX = "simhash/"
@@ -83,7 +86,7 @@ class SimhashLogStats:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashLogStats:
         interval = crawler.settings.getfloat("LOGSTATS_INTERVAL")
-        if not interval or not crawler.settings.getbool("SIMHASH_ENABLED", True):
+        if not interval or not checked(enabled, crawler.settings):
             raise NotConfigured  # off, as Scrapy's LogStats, without a warning
         assert crawler.stats is not None
         extension = cls(crawler.stats, interval)
