@@ -176,12 +176,16 @@ def test_a_crawl_that_fetched_nothing_exits_1(tmp_path: Path, sqlite_url: str) -
     assert "no item reached the pipeline" in result.log
 
 
-def test_a_crawl_that_fetched_only_an_error_page_exits_0(tmp_path: Path, sqlite_url: str) -> None:
+def test_a_crawl_that_fetched_only_an_error_page_exits_1(tmp_path: Path, sqlite_url: str) -> None:
     (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "robots.txt").write_text("User-agent: *\nAllow: /\n")  # a 200 that is not a page
     with serve(tmp_path / "site") as base:
-        result = crawl(f"{base}/missing.html", sqlite_url, tmp_path / "run")
-    assert result.returncode == 0, result.log[-2000:]
-    assert "the crawl fetched nothing" not in result.log and "no item reached the pipeline" in result.log
+        result = crawl(f"{base}/missing.html", sqlite_url, tmp_path / "run", "ROBOTSTXT_OBEY=True")
+    assert result.returncode == 1, result.log[-2000:]
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert [e.partition(" ERROR: ")[2] for e in errors] == [
+        "the crawl fetched nothing useful: every page was an HTTP error (1 HTTP 404): check the start URLs"
+    ]
 
 
 # -- a site saved to disk ---------------------------------------------------------------------
