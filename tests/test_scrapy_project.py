@@ -222,6 +222,34 @@ def test_crawl_from_a_file_url_follows_links_within_its_folder(tmp_path: Path, s
     assert result.stat("downloader/request_count") == 3
 
 
+def built_docs(root: Path) -> dict[str, str]:
+    """A small site as documentation builders write it: a folder per page, holding its
+    index.html, and links to folders (`guide/`), which a web server answers with their index."""
+    links = {
+        "index.html": ["guide/", "api/", "empty/"],  # empty/ has no index.html: nothing to fetch
+        "guide/index.html": ["intro/", "../api/", "../"],
+        "guide/intro/index.html": ["../../", "../", "../../api"],  # a folder link without its slash
+        "api/index.html": ["../guide/intro/"],
+    }
+    (root / "empty").mkdir(parents=True)
+    for seed, (name, targets) in enumerate(links.items(), 61):
+        listed = "".join(f'<li><a href="{target}">{target}</a></li>' for target in targets)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(page(name, english_article(seed)).replace("<ul>", "<ul>" + listed, 1))
+    return {name: (root / name).resolve().as_uri() for name in links}
+
+
+@pytest.mark.parametrize("start", ["file", "folder"])
+def test_links_to_folders_are_their_index_html(tmp_path: Path, sqlite_url: str, start: str) -> None:
+    pages = built_docs(tmp_path / "docs")
+    start_url = pages["index.html"] if start == "file" else str(tmp_path / "docs")
+    result = crawl(start_url, sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    assert {item["url"] for item in result.kept} == set(pages.values())  # every page, from a file start too
+    assert "Is a directory" not in result.log and " ERROR: " not in result.log
+    assert result.stat("downloader/request_count") == len(pages)  # each page once, nothing retried
+
+
 def test_a_start_url_that_is_neither_a_url_nor_a_path_is_refused(tmp_path: Path, sqlite_url: str) -> None:
     result = crawl("example.com/no/such/folder", sqlite_url, tmp_path / "run")
     assert result.returncode == 1
