@@ -62,7 +62,10 @@ import scrapy
 class PagesSpider(scrapy.Spider):
     name = "pages"
 
-    async def start(self):
+    async def start(self):  # the pages are linked from the start page (start requests are never skipped)
+        yield scrapy.Request("{base}/index.html", callback=self.parse_index)
+
+    def parse_index(self, response):
         for path in {paths!r}:
             yield scrapy.Request("{base}/" + path, meta={{"simhash_dont_skip": path == {always!r}}})
 
@@ -94,7 +97,37 @@ def test_addon_project_and_the_skip_middleware_on_a_recrawl(site, tmp_path: Path
     assert second.stat("downloader/request_count") == first.stat("downloader/request_count") - skipped
     assert {item["url"] for item in second.kept} == {item["url"] for item in first.kept}
     assert second.stat("simhash/dropped") == (1 if f"{base}/{always}" in logged else 0)
-    assert f"{skipped} requests skipped (logged duplicates)" in second.log
+    said = f"{skipped} requests skipped (logged duplicates), so the links on those pages were not followed"
+    assert said in second.log
+
+
+def test_a_recrawl_never_skips_its_start_and_says_what_skipping_cost(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    twins = {"a": english_article(71), "b": english_article(72)}  # each page under two URLs
+    for name, text in twins.items():
+        for path in (f"{name}.html", f"{name}-copy.html"):
+            child = path.replace(".html", "-child.html")  # reached only through this page
+            linked = page(name, text).replace("<ul>", f'<ul><li><a href="{child}">more</a></li>', 1)
+            (root / path).write_text(linked, encoding="utf-8")
+            (root / child).write_text(page(child, english_article(len(child) * 7 + ord(name))), encoding="utf-8")
+    hub = "".join(f'<li><a href="{name}{copy}.html">x</a></li>' for name in twins for copy in ("", "-copy"))
+    (root / "index.html").write_text(f"<html><body><ul>{hub}</ul></body></html>", encoding="utf-8")
+    with serve(root) as base:
+        first = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run")
+        assert first.returncode == 0, first.log[-2000:]
+        with SimhashIndex(sqlite_url, scheme=None) as index:
+            logged = sorted(d.key for d in index.duplicates())
+        assert [url.rsplit("/", 1)[1][0] for url in logged] == ["a", "b"]  # one of each pair dropped
+        start, skipped = logged  # the logged copy of a is a start URL of the recrawl; b's is only linked
+        skipping = ("SIMHASH_SKIP_DUPLICATES=True", "LOG_LEVEL=DEBUG")
+        second = crawl(f"{base}/index.html,{start}", sqlite_url, tmp_path / "run", *skipping)
+    assert second.returncode == 0, second.log[-2000:]
+    assert second.stat("simhash/skipped_requests") == 1
+    fetched = set(re.findall(r"Crawled \(\d+\) <GET ([^>]+)>", second.log))
+    assert start in fetched and start.replace(".html", "-child.html") in fetched  # fetched, and its links followed
+    assert skipped not in fetched and skipped.replace(".html", "-child.html") not in fetched
+    assert "1 requests skipped (logged duplicates), so the links on those pages were not followed" in second.log
 
 
 def test_the_skip_middleware_without_the_pipeline_says_so(site, tmp_path: Path, sqlite_url: str) -> None:
@@ -103,11 +136,12 @@ def test_the_skip_middleware_without_the_pipeline_says_so(site, tmp_path: Path, 
         'DOWNLOADER_MIDDLEWARES = {"simhash_index.scrapy.SimhashSkipDuplicatesMiddleware": 60}\n'
         "SIMHASH_SKIP_DUPLICATES = True\n"
     )
-    project = user_project(tmp_path, SPIDER.format(paths=info["singles"], base=base, always=""), settings)
+    pages = [path for path in info["singles"] if path != "index.html"]  # the start page, not an item
+    project = user_project(tmp_path, SPIDER.format(paths=pages, base=base, always=""), settings)
     result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
     assert result.returncode == 0, result.log[-2000:]
     assert "SimhashDedupPipeline is not in ITEM_PIPELINES: nothing is skipped" in result.log
-    assert len(result.kept) == len(info["singles"])
+    assert len(result.kept) == len(pages)
 
 
 # -- the `site` project's log ------------------------------------------------------------

@@ -65,7 +65,11 @@ class Outcomes:
         why = f" ({', '.join(f'{count:,} {label}' for label, count in unchecked.items())})" if passed else ""
         index = f"; the index holds {stored:,} pages" if stored is not None else ""
         skipped = self.value("skipped_requests")
-        not_fetched = f"; {skipped:,} requests skipped (logged duplicates)" if skipped else ""
+        not_fetched = (
+            f"; {skipped:,} requests skipped (logged duplicates), so the links on those pages were not followed"
+            if skipped
+            else ""
+        )
         return (
             f"simhash: {kept + dropped:,} pages checked: {kept:,} kept, {dropped:,} dropped "
             f"({exact:,} exact, {dropped - exact:,} near); {passed:,} passed through unchecked{why}{index}"
