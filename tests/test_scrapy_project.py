@@ -10,6 +10,7 @@ import pytest
 from crawling import crawl, user_project
 from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
+from scrapy.utils.test import get_crawler
 from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
@@ -53,6 +54,40 @@ def test_the_addon_keeps_the_projects_own_choices() -> None:
     Addon().update_settings(settings)
     assert settings.getdict("ITEM_PIPELINES") == {PIPELINE: 700}  # not listed twice, its priority kept
     assert settings["LOG_FORMATTER"] == mine
+
+
+class StoreItems:
+    """A storage pipeline of a user's project."""
+
+    def process_item(self, item, spider=None):
+        return item
+
+
+class ExportItems(StoreItems):
+    pass
+
+
+@pytest.mark.parametrize("listed", ["by the add-on", "in ITEM_PIPELINES"])
+def test_pipelines_before_ours_are_named_in_a_warning(
+    sqlite_url: str, listed: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipelines = {StoreItems: 100, ExportItems: 300}
+    settings = {"SIMHASH_DATABASE_URL": sqlite_url, "SIMHASH_WORKERS": 0, "ITEM_PIPELINES": pipelines}
+    if listed == "by the add-on":
+        settings["ADDONS"] = {Addon: 100}
+    else:
+        pipelines[PIPELINE] = PIPELINE_PRIORITY
+    SimhashDedupPipeline.from_crawler(get_crawler(settings_dict=settings))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"simhash: {__name__}.StoreItems (100) run before SimhashDedupPipeline ({PIPELINE_PRIORITY}) in "
+        f"ITEM_PIPELINES and receive every item, duplicates too: give a pipeline that stores items a number "
+        f"above {PIPELINE_PRIORITY}"
+    ]
+    caplog.clear()
+    del pipelines[StoreItems]
+    SimhashDedupPipeline.from_crawler(get_crawler(settings_dict=settings))
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []
 
 
 SPIDER = """

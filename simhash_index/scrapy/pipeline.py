@@ -31,6 +31,7 @@ from ..index.factory import open_index
 from ..index.records import Match
 from ..index.writer import BatchWriter
 from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout
+from .addon import warn_of_pipelines_before
 from .failures import (
     INDEX_ERROR,
     INDEX_UNAVAILABLE,
@@ -103,6 +104,7 @@ class SimhashDedupPipeline:
         if not checked(enabled, crawler.settings):
             raise NotConfigured("SIMHASH_ENABLED is False")
         settings = checked(PipelineSettings.from_settings, crawler.settings)
+        warn_of_pipelines_before(crawler.settings, cls)
         pipeline = cls(settings, crawler)
         _RUNNING[crawler] = pipeline
         return pipeline
