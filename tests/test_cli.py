@@ -253,7 +253,8 @@ def test_clusters(filled, fmt: str) -> None:
                 "url": url,
                 "count": len(members),
                 "duplicates": [
-                    {"url": m[0], "distance": m[3], "exact": m[4], "seen_at": iso(seen[m[0]])} for m in members
+                    {"url": m[0], "distance": m[3], "similarity": None, "exact": m[4], "seen_at": iso(seen[m[0]])}
+                    for m in members
                 ],
             }
             for url, members in clusters
@@ -261,18 +262,19 @@ def test_clusters(filled, fmt: str) -> None:
         expected = as_json(objects) if fmt == "json" else as_jsonl(objects)
     elif fmt == "csv":
         rows = [
-            (url, len(members), m[0], m[3], str(m[4]).lower(), iso(seen[m[0]]))
+            (url, len(members), m[0], m[3], "", str(m[4]).lower(), iso(seen[m[0]]))
             for url, members in clusters
             for m in members
         ]
-        expected = as_csv(("url", "count", "duplicate", "distance", "exact", "seen_at"), rows)
+        expected = as_csv(("url", "count", "duplicate", "distance", "similarity", "exact", "seen_at"), rows)
     else:
         rows = [
-            (url if i == 0 else "", len(members) if i == 0 else "", m[0], m[3])
+            (url if i == 0 else "", len(members) if i == 0 else "", m[0], m[3], "")
             for url, members in clusters
             for i, m in enumerate(members)
         ]
-        expected = table(("url", "count", "duplicate", "distance"), rows, ("count", "distance"))
+        columns = ("url", "count", "duplicate", "distance", "similarity")
+        expected = table(columns, rows, ("count", "distance", "similarity"))
     assert ok("clusters", "--db", db, "--format", fmt) == expected
     assert json.loads(ok("clusters", "--db", db, "--format", "json", "--limit", "1"))[0]["url"] == clusters[0][0]
 
@@ -313,7 +315,9 @@ def test_query_by_url(filled) -> None:
             }
         ]
     )
-    assert ok("query", "--db", db, "--url", "https://example.com/a", "--max-distance", "1") == ""
+    nothing = run("query", "--db", db, "--url", "https://example.com/a", "--max-distance", "1")
+    assert (nothing.exit_code, nothing.stdout) == (0, "")
+    assert nothing.stderr == "no other stored page within 1 bits of https://example.com/a\n"
     # a dropped page: its logged fingerprint
     assert ok("query", "--db", db, "--url", "https://www.example.com/a?utm=1") == as_jsonl(
         [
@@ -576,14 +580,28 @@ def test_import_from_stdin_and_bad_lines(sqlite_url: str, tmp_path: Path) -> Non
     lines = json.dumps(CORPUS[0]) + "\n"
     assert ok("import", "--db", sqlite_url, "-", input=lines) == "kept 1, dropped 0, skipped 0 (no text)\n"
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps(CORPUS[5]) + '\n{"url": 1\n', encoding="utf-8")
-    result = run("import", "--db", sqlite_url, str(bad))
+    bad.write_text(json.dumps(CORPUS[5]) + '\n{"url": 1\n' + json.dumps(CORPUS[3]) + "\n", encoding="utf-8")
+    result = run("import", "--db", sqlite_url, str(bad), "--strict")
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: {bad} line 2: not JSON (")
     assert result.stderr.endswith("; the lines before it were imported\n")
     bad.write_text('{"url": "https://example.com/x"}\n', encoding="utf-8")
-    result = run("import", "--db", sqlite_url, str(bad), "--dry-run")
+    result = run("import", "--db", sqlite_url, str(bad), "--dry-run", "--strict")
     assert (result.exit_code, result.stderr) == (1, f'Error: {bad} line 1: needs a "text" or "html" string\n')
+
+
+def test_import_reports_each_bad_line_goes_on_and_exits_1(sqlite_url: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    lines = [json.dumps(CORPUS[0]), '{"url": 1', "[1, 2]", json.dumps(CORPUS[5]), '{"url": "https://x.example/"}']
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run("import", "--db", sqlite_url, str(bad))
+    assert result.exit_code == 1
+    errors = result.stderr.splitlines()
+    assert [e.partition(":")[2].split(":")[0].strip() for e in errors] == [f"{bad} line {n}" for n in (2, 3, 5)]
+    assert all(e.startswith("Error: ") and e.endswith("; skipped") for e in errors), errors
+    assert result.stdout == "kept 2, dropped 0, skipped 0 (no text), 3 bad lines skipped\n"
+    with SimhashIndex(sqlite_url) as index:
+        assert len(index) == 2 and index.get(CORPUS[5]["url"]) is not None  # the line after the bad ones
 
 
 def test_import_skips_urls_no_database_stores(db_url: str, tmp_path: Path) -> None:

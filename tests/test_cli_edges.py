@@ -127,6 +127,20 @@ def test_fingerprint_goes_on_past_a_bad_file(tmp_path: Path) -> None:
     ]
 
 
+def test_fingerprint_refuses_a_binary_file(tmp_path: Path) -> None:
+    import random
+    import struct
+    import zlib
+
+    pixels = zlib.compress(bytes(random.Random(3).randrange(256) for _ in range(3000)))
+    png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">IIBBBBB", 30, 30, 8, 2, 0, 0, 0)
+    image = tmp_path / "logo.png"
+    image.write_bytes(png + b"\x00\x00\x00\x00" + struct.pack(">I", len(pixels)) + b"IDAT" + pixels)
+    result = CliRunner().invoke(cli, ["fingerprint", "--format", "jsonl", str(image)])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f"Error: {image}: a binary file (an image, an archive?), not text or HTML: left out\n"
+
+
 # -- import --dry-run shows what it would do ---------------------------------------------------
 
 

@@ -75,6 +75,21 @@ def test_duplicates_show_the_similarity_and_find_one_url(evidence: str) -> None:
     assert result.exit_code == 1 and "is not logged as a duplicate" in result.stderr
 
 
+def test_duplicates_filter_near_from_exact_and_clusters_show_the_similarity(evidence: str) -> None:
+    def urls(*options: str) -> list[str]:
+        return [json.loads(line)["url"] for line in ok("duplicates", "--db", evidence, *options).splitlines()]
+
+    assert (urls("--near"), urls("--exact"), urls()) == ([NEAR], [EXACT], [NEAR, EXACT])
+    assert urls("--exact", "--url", NEAR) == []
+    assert run("duplicates", "--db", evidence, "--near", "--exact").exit_code == 2
+    (cluster,) = json.loads(ok("clusters", "--db", evidence, "--format", "json"))
+    shown = [(d["url"], d["similarity"], d["exact"]) for d in cluster["duplicates"]]
+    assert (cluster["url"], shown) == (KEPT, [(NEAR, near_similarity(), False), (EXACT, None, True)])
+    csv_rows = ok("clusters", "--db", evidence, "--format", "csv").splitlines()
+    assert csv_rows[0].split(",")[:5] == ["url", "count", "duplicate", "distance", "similarity"]
+    assert csv_rows[1].split(",")[4] == str(near_similarity())
+
+
 def test_query_and_compare_show_the_similarity(evidence: str) -> None:
     near = json.loads(ok("query", "--db", evidence, "--url", KEPT, "--format", "json"))
     assert [(m["url"], m["distance"], m["similarity"]) for m in near] == [(TWIN, 0, twin_similarity())]

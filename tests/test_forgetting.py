@@ -78,9 +78,11 @@ def test_forget_prune_reset_commands(db_url: str) -> None:
         fill(index)
     assert ok("forget", "--db", db_url, "https://b/1") == "forgot 1 pages stored and 1 duplicates logged\n"
     assert json_urls(ok("duplicates", "--db", db_url)) == ["https://a/2", "https://a/3"]
-    assert ok("prune", "--db", db_url, "--older-than", "30d") == "forgot 0 pages stored and 0 duplicates logged\n"
+    said = "forgot 0 pages stored and 0 duplicates logged\n"
+    assert ok("prune", "--db", db_url, "--older-than", "30d", "--yes") == said
     tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()
-    assert ok("prune", "--db", db_url, "--before", tomorrow) == "forgot 1 pages stored and 2 duplicates logged\n"
+    said = "forgot 1 pages stored and 2 duplicates logged\n"
+    assert ok("prune", "--db", db_url, "--before", tomorrow, "--yes") == said
     with SimhashIndex(db_url) as index:
         assert len(index) == 0
         fill(index)
@@ -91,6 +93,43 @@ def test_forget_prune_reset_commands(db_url: str) -> None:
     result = run("reset", "--db", db_url, input="y\n")
     assert result.exit_code == 0 and result.stdout == "forgot 2 pages stored and 3 duplicates logged\n"
     assert ok("reset", "--db", db_url, "--yes") == "forgot 0 pages stored and 0 duplicates logged\n"
+
+
+def test_stored_before_counts_what_prune_would_forget(any_url: str) -> None:
+    with SimhashIndex(any_url) as index:
+        fill(index)
+        assert index.stored_before(datetime.now(timezone.utc) - timedelta(days=1)) == 0
+        assert index.stored_before(datetime.now(timezone.utc) + timedelta(days=1)) == 2
+
+
+def test_prune_asks_first_naming_how_many_pages_and_has_a_dry_run(db_url: str) -> None:
+    from test_cli import ok, run
+
+    with SimhashIndex(db_url) as index:
+        fill(index)
+    tomorrow = (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat()
+    for refusal in ("n\n", ""):  # refused, or no answer (not a terminal): nothing happens
+        result = run("prune", "--db", db_url, "--before", tomorrow, input=refusal)
+        assert result.exit_code == 1 and "Forget 2 of the 2 pages" in result.stderr, result.output
+    dry = ok("prune", "--db", db_url, "--before", tomorrow, "--dry-run")
+    assert dry.startswith("dry run, nothing forgotten: prune would forget 2 of the 2 pages"), dry
+    with SimhashIndex(db_url) as index:
+        assert len(index) == 2
+    result = run("prune", "--db", db_url, "--before", tomorrow, input="y\n")
+    assert result.exit_code == 0 and result.stdout.endswith("forgot 2 pages stored and 3 duplicates logged\n")
+
+
+def test_forget_of_a_url_the_index_does_not_hold_exits_1(db_url: str) -> None:
+    from test_cli import run
+
+    with SimhashIndex(db_url) as index:
+        fill(index)
+    result = run("forget", "--db", db_url, "https://never/seen")
+    assert result.exit_code == 1
+    assert result.stdout == "forgot 0 pages stored and 0 duplicates logged\n"
+    assert "the index does not hold https://never/seen" in result.stderr, result.stderr
+    assert "holds none of the 2 URLs" in run("forget", "--db", db_url, "https://x/1", "https://x/2").stderr
+    assert run("forget", "--db", db_url, "https://never/seen", "https://a/2").exit_code == 0
 
 
 def test_prune_usage_errors(sqlite_url: str) -> None:

@@ -129,9 +129,11 @@ def allowed_by_hash(page: Counts) -> bool:
 def test_report_counts_and_escaping(db_url: str, tmp_path: Path) -> None:
     fill(db_url)
     target = tmp_path / "report.html"
-    assert ok("report", "--db", db_url, "--html", str(target)) == ""
+    said = ok("report", "--db", db_url, "--html", str(target))
     page = counted(target.read_text(encoding="utf-8"))
     totals, sizes, near = expected(db_url)
+    counts = f"{totals['documents']} pages stored, {totals['duplicates']} duplicates ({totals['exact']} exact, "
+    assert said == f"wrote {target}: {counts}{totals['near']} near), {len(sizes)} clusters\n"
     assert (page.totals, page.clusters, page.drops) == (totals, sizes, sum(sizes))
     assert [row["data-url"] for row in page.near] == near and len(near) == 2
     assert sizes == [3, 3] and page.open_clusters == 0  # collapsed

@@ -10,6 +10,7 @@ import pytest
 from crawling import crawl, user_project
 from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
+from scrapy.utils.test import get_crawler
 from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
@@ -55,6 +56,40 @@ def test_the_addon_keeps_the_projects_own_choices() -> None:
     assert settings["LOG_FORMATTER"] == mine
 
 
+class StoreItems:
+    """A storage pipeline of a user's project."""
+
+    def process_item(self, item, spider=None):
+        return item
+
+
+class ExportItems(StoreItems):
+    pass
+
+
+@pytest.mark.parametrize("listed", ["by the add-on", "in ITEM_PIPELINES"])
+def test_pipelines_before_ours_are_named_in_a_warning(
+    sqlite_url: str, listed: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipelines = {StoreItems: 100, ExportItems: 300}
+    settings = {"SIMHASH_DATABASE_URL": sqlite_url, "SIMHASH_WORKERS": 0, "ITEM_PIPELINES": pipelines}
+    if listed == "by the add-on":
+        settings["ADDONS"] = {Addon: 100}
+    else:
+        pipelines[PIPELINE] = PIPELINE_PRIORITY
+    SimhashDedupPipeline.from_crawler(get_crawler(settings_dict=settings))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"simhash: {__name__}.StoreItems (100) run before SimhashDedupPipeline ({PIPELINE_PRIORITY}) in "
+        f"ITEM_PIPELINES and receive every item, duplicates too: give a pipeline that stores items a number "
+        f"above {PIPELINE_PRIORITY}"
+    ]
+    caplog.clear()
+    del pipelines[StoreItems]
+    SimhashDedupPipeline.from_crawler(get_crawler(settings_dict=settings))
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+
+
 SPIDER = """
 import scrapy
 
@@ -62,7 +97,10 @@ import scrapy
 class PagesSpider(scrapy.Spider):
     name = "pages"
 
-    async def start(self):
+    async def start(self):  # the pages are linked from the start page (start requests are never skipped)
+        yield scrapy.Request("{base}/index.html", callback=self.parse_index)
+
+    def parse_index(self, response):
         for path in {paths!r}:
             yield scrapy.Request("{base}/" + path, meta={{"simhash_dont_skip": path == {always!r}}})
 
@@ -94,7 +132,37 @@ def test_addon_project_and_the_skip_middleware_on_a_recrawl(site, tmp_path: Path
     assert second.stat("downloader/request_count") == first.stat("downloader/request_count") - skipped
     assert {item["url"] for item in second.kept} == {item["url"] for item in first.kept}
     assert second.stat("simhash/dropped") == (1 if f"{base}/{always}" in logged else 0)
-    assert f"{skipped} requests skipped (logged duplicates)" in second.log
+    said = f"{skipped} requests skipped (logged duplicates), so the links on those pages were not followed"
+    assert said in second.log
+
+
+def test_a_recrawl_never_skips_its_start_and_says_what_skipping_cost(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    twins = {"a": english_article(71), "b": english_article(72)}  # each page under two URLs
+    for name, text in twins.items():
+        for path in (f"{name}.html", f"{name}-copy.html"):
+            child = path.replace(".html", "-child.html")  # reached only through this page
+            linked = page(name, text).replace("<ul>", f'<ul><li><a href="{child}">more</a></li>', 1)
+            (root / path).write_text(linked, encoding="utf-8")
+            (root / child).write_text(page(child, english_article(len(child) * 7 + ord(name))), encoding="utf-8")
+    hub = "".join(f'<li><a href="{name}{copy}.html">x</a></li>' for name in twins for copy in ("", "-copy"))
+    (root / "index.html").write_text(f"<html><body><ul>{hub}</ul></body></html>", encoding="utf-8")
+    with serve(root) as base:
+        first = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run")
+        assert first.returncode == 0, first.log[-2000:]
+        with SimhashIndex(sqlite_url, scheme=None) as index:
+            logged = sorted(d.key for d in index.duplicates())
+        assert [url.rsplit("/", 1)[1][0] for url in logged] == ["a", "b"]  # one of each pair dropped
+        start, skipped = logged  # the logged copy of a is a start URL of the recrawl; b's is only linked
+        skipping = ("SIMHASH_SKIP_DUPLICATES=True", "LOG_LEVEL=DEBUG")
+        second = crawl(f"{base}/index.html,{start}", sqlite_url, tmp_path / "run", *skipping)
+    assert second.returncode == 0, second.log[-2000:]
+    assert second.stat("simhash/skipped_requests") == 1
+    fetched = set(re.findall(r"Crawled \(\d+\) <GET ([^>]+)>", second.log))
+    assert start in fetched and start.replace(".html", "-child.html") in fetched  # fetched, and its links followed
+    assert skipped not in fetched and skipped.replace(".html", "-child.html") not in fetched
+    assert "1 requests skipped (logged duplicates), so the links on those pages were not followed" in second.log
 
 
 def test_the_skip_middleware_without_the_pipeline_says_so(site, tmp_path: Path, sqlite_url: str) -> None:
@@ -103,11 +171,12 @@ def test_the_skip_middleware_without_the_pipeline_says_so(site, tmp_path: Path, 
         'DOWNLOADER_MIDDLEWARES = {"simhash_index.scrapy.SimhashSkipDuplicatesMiddleware": 60}\n'
         "SIMHASH_SKIP_DUPLICATES = True\n"
     )
-    project = user_project(tmp_path, SPIDER.format(paths=info["singles"], base=base, always=""), settings)
+    pages = [path for path in info["singles"] if path != "index.html"]  # the start page, not an item
+    project = user_project(tmp_path, SPIDER.format(paths=pages, base=base, always=""), settings)
     result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
     assert result.returncode == 0, result.log[-2000:]
     assert "SimhashDedupPipeline is not in ITEM_PIPELINES: nothing is skipped" in result.log
-    assert len(result.kept) == len(info["singles"])
+    assert len(result.kept) == len(pages)
 
 
 # -- the `site` project's log ------------------------------------------------------------
@@ -176,12 +245,16 @@ def test_a_crawl_that_fetched_nothing_exits_1(tmp_path: Path, sqlite_url: str) -
     assert "no item reached the pipeline" in result.log
 
 
-def test_a_crawl_that_fetched_only_an_error_page_exits_0(tmp_path: Path, sqlite_url: str) -> None:
+def test_a_crawl_that_fetched_only_an_error_page_exits_1(tmp_path: Path, sqlite_url: str) -> None:
     (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "robots.txt").write_text("User-agent: *\nAllow: /\n")  # a 200 that is not a page
     with serve(tmp_path / "site") as base:
-        result = crawl(f"{base}/missing.html", sqlite_url, tmp_path / "run")
-    assert result.returncode == 0, result.log[-2000:]
-    assert "the crawl fetched nothing" not in result.log and "no item reached the pipeline" in result.log
+        result = crawl(f"{base}/missing.html", sqlite_url, tmp_path / "run", "ROBOTSTXT_OBEY=True")
+    assert result.returncode == 1, result.log[-2000:]
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert [e.partition(" ERROR: ")[2] for e in errors] == [
+        "the crawl fetched nothing useful: every page was an HTTP error (1 HTTP 404): check the start URLs"
+    ]
 
 
 # -- a site saved to disk ---------------------------------------------------------------------
@@ -216,6 +289,34 @@ def test_crawl_from_a_file_url_follows_links_within_its_folder(tmp_path: Path, s
     assert (saved / "index.html").as_uri() in crawled and len(crawled) == 2  # a.html or its copy, not out.html
     assert result.stat("simhash/dropped") == 1
     assert result.stat("downloader/request_count") == 3
+
+
+def built_docs(root: Path) -> dict[str, str]:
+    """A small site as documentation builders write it: a folder per page, holding its
+    index.html, and links to folders (`guide/`), which a web server answers with their index."""
+    links = {
+        "index.html": ["guide/", "api/", "empty/"],  # empty/ has no index.html: nothing to fetch
+        "guide/index.html": ["intro/", "../api/", "../"],
+        "guide/intro/index.html": ["../../", "../", "../../api"],  # a folder link without its slash
+        "api/index.html": ["../guide/intro/"],
+    }
+    (root / "empty").mkdir(parents=True)
+    for seed, (name, targets) in enumerate(links.items(), 61):
+        listed = "".join(f'<li><a href="{target}">{target}</a></li>' for target in targets)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(page(name, english_article(seed)).replace("<ul>", "<ul>" + listed, 1))
+    return {name: (root / name).resolve().as_uri() for name in links}
+
+
+@pytest.mark.parametrize("start", ["file", "folder"])
+def test_links_to_folders_are_their_index_html(tmp_path: Path, sqlite_url: str, start: str) -> None:
+    pages = built_docs(tmp_path / "docs")
+    start_url = pages["index.html"] if start == "file" else str(tmp_path / "docs")
+    result = crawl(start_url, sqlite_url, tmp_path / "run")
+    assert result.returncode == 0, result.log[-2000:]
+    assert {item["url"] for item in result.kept} == set(pages.values())  # every page, from a file start too
+    assert "Is a directory" not in result.log and " ERROR: " not in result.log
+    assert result.stat("downloader/request_count") == len(pages)  # each page once, nothing retried
 
 
 def test_a_start_url_that_is_neither_a_url_nor_a_path_is_refused(tmp_path: Path, sqlite_url: str) -> None:

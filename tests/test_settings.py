@@ -5,6 +5,7 @@ crawl fetches anything. The README's settings table lists every setting."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from sites import build_site, edit_words, english_article, page, serve
 
 from simhash_index import Fingerprinter, SimhashIndex
 from simhash_index.scrapy.failures import StartupError, layout_hint, scheme_difference
+from simhash_index.scrapy.middleware import SimhashSkipDuplicatesMiddleware
 from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+from simhash_index.scrapy.stats import SimhashLogStats
 
 ARTICLE = english_article(21, paragraphs=8, sentences=8)
 ARTICLE_HTML = page("Story", ARTICLE)
@@ -44,6 +47,7 @@ def custom_fingerprinter() -> Fingerprinter:
 
 
 CUSTOM = Fingerprinter(weighting="tfidf")
+TFIDF = '{"weighting": "tfidf"}'
 
 
 def key_of(item: dict) -> str:
@@ -59,6 +63,8 @@ BAD = [
     ("SIMHASH_FINGERPRINTER", "no.such.module.maker", "SIMHASH_FINGERPRINTER: cannot import"),
     ("SIMHASH_FINGERPRINTER", "test_settings.key_of", "SIMHASH_FINGERPRINTER: "),
     ("SIMHASH_FINGERPRINTER", 7, "SIMHASH_FINGERPRINTER must be a dict"),
+    ("SIMHASH_FINGERPRINTER", "{weighting: 'tfidf'}", "SIMHASH_FINGERPRINTER is not a JSON object ("),
+    ("SIMHASH_ENABLED", "maybe", "SIMHASH_ENABLED must be True or False; got 'maybe'"),
     ("SIMHASH_MIN_SIMILARITY", 1.5, "SIMHASH_MIN_SIMILARITY must be from 0 to 1; got 1.5"),
     ("SIMHASH_MIN_SIMILARITY", "high", "SIMHASH_MIN_SIMILARITY must be a number"),
     ("SIMHASH_WORD_WEIGHTS", "/no/such/weights.txt", "SIMHASH_WORD_WEIGHTS: "),
@@ -90,6 +96,35 @@ def test_a_bad_value_stops_the_start_naming_the_setting(
     assert errors == [f"simhash: {stopped.value}"] and "\n" not in errors[0]
 
 
+SWITCHES = [  # (component, a True/False setting it reads)
+    (SimhashDedupPipeline, "SIMHASH_ENABLED"),
+    (SimhashLogStats, "SIMHASH_ENABLED"),
+    (SimhashSkipDuplicatesMiddleware, "SIMHASH_ENABLED"),
+    (SimhashSkipDuplicatesMiddleware, "SIMHASH_SKIP_DUPLICATES"),
+    (SimhashSkipDuplicatesMiddleware, "SIMHASH_CANONICALIZE_URL"),
+]
+
+
+@pytest.mark.parametrize(("component", "setting"), SWITCHES, ids=[f"{c.__name__}-{s}" for c, s in SWITCHES])
+def test_every_component_refuses_a_bad_switch_naming_it(
+    sqlite_url: str, component: type, setting: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = {"SIMHASH_DATABASE_URL": sqlite_url, "SIMHASH_SKIP_DUPLICATES": True, setting: "yes please"}
+    with pytest.raises(StartupError) as stopped:
+        component.from_crawler(get_crawler(settings_dict=settings))
+    assert str(stopped.value) == f"{setting} must be True or False; got 'yes please'"
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [f"simhash: {stopped.value}"]
+
+
+def test_tfidf_without_wordfreq_is_one_line_naming_the_setting(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "wordfreq", None)  # as if not installed: importing it fails
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": sqlite_url, "SIMHASH_FINGERPRINTER": TFIDF})
+    with pytest.raises(StartupError, match=r"^SIMHASH_FINGERPRINTER: .*needs wordfreq"):
+        SimhashDedupPipeline.from_crawler(crawler)
+
+
 def test_layout_settings_are_refused_for_redis(redis_url: str) -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": redis_url, "SIMHASH_INDEX_LAYOUT": "halves"})
     with pytest.raises(StartupError, match="SIMHASH_INDEX_LAYOUT and SIMHASH_BLOCK_ASSIGNMENT apply to SQL"):
@@ -97,10 +132,21 @@ def test_layout_settings_are_refused_for_redis(redis_url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "setting", ['SIMHASH_FINGERPRINTER={"top_k": -3}', "SIMHASH_KEY=no.such.function", "SIMHASH_WORKERS=many"]
+    "setting",
+    [
+        'SIMHASH_FINGERPRINTER={"top_k": -3}',
+        "SIMHASH_KEY=no.such.function",
+        "SIMHASH_WORKERS=many",
+        "SIMHASH_SKIP_DUPLICATES=yes please",  # read by the skip middleware, before the pipeline
+        f"SIMHASH_FINGERPRINTER={TFIDF}",  # without wordfreq
+    ],
 )
 def test_a_bad_value_in_a_crawl_is_one_error_line_and_exit_1(tmp_path: Path, sqlite_url: str, setting: str) -> None:
-    result = crawl("http://127.0.0.1:9/index.html", sqlite_url, tmp_path / "run", setting)
+    no_wordfreq = tmp_path / "no_wordfreq"  # shadows the installed wordfreq: importing it fails
+    no_wordfreq.mkdir()
+    (no_wordfreq / "wordfreq.py").write_text('raise ImportError("No module named wordfreq")\n')
+    env = {"PYTHONPATH": str(no_wordfreq)} if setting.endswith(TFIDF) else None
+    result = crawl("http://127.0.0.1:9/index.html", sqlite_url, tmp_path / "run", setting, env=env)
     assert result.returncode == 1
     assert "Traceback" not in result.log
     errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]

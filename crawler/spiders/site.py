@@ -2,7 +2,8 @@
 
 A site is the host and port of an http(s) start URL, or, for a site saved to disk (say by
 `wget --mirror`), a local folder: `-a start_url=PATH` (or `file:///PATH`) crawls every HTML
-file under the folder, and a file start URL the files under its folder.
+file under the folder, and a file start URL the files under its folder. A link to a folder
+(`guide/`) is the folder's index.html, as a web server serves it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+INDEX_FILES = ("index.html", "index.htm")  # what a web server serves for a folder
 HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each
 
 
@@ -61,6 +63,19 @@ def _file_root(url: str) -> tuple[str, ...]:
     """The folder a file start URL stands for: itself when a folder, else its parent."""
     path = unquote(urlsplit(url).path)
     return ("file", path if path.endswith("/") else path.rpartition("/")[0] + "/")
+
+
+def file_page(url: str) -> str | None:
+    """What a link to a file:// URL fetches: a folder's index file (None when it has none),
+    as a web server serves it; any other URL as it is."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return url
+    path = Path(url2pathname(parts.path))
+    if not path.is_dir():
+        return url
+    index = next((path / name for name in INDEX_FILES if (path / name).is_file()), None)
+    return None if index is None else index.as_uri()
 
 
 def _html_files(url: str) -> list[str]:
@@ -118,8 +133,9 @@ class SiteSpider(scrapy.Spider):
             "html": response.text,
         }
         for link in self.links.extract_links(response):
-            if self._within(link.url):
-                yield response.follow(link.url, callback=self.parse)
+            url = file_page(link.url) if self._within(link.url) else None
+            if url is not None:
+                yield response.follow(url, callback=self.parse)
 
     def closed(self, reason: str) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}

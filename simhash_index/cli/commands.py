@@ -169,6 +169,8 @@ def stats(db: str, fmt: str | None, top: int) -> None:
 @click.option("--max-distance", type=click.IntRange(0, 64), help="Only pages within this many bits of the page kept.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many rows.")
 @click.option("--url", help="Only the page dropped with this URL (an error when it was not dropped).")
+@click.option("--near", is_flag=True, help="Only near duplicates (verified by similarity).")
+@click.option("--exact", is_flag=True, help="Only exact duplicates (the same normalised text).")
 def duplicates(
     db: str,
     fmt: str | None,
@@ -177,6 +179,8 @@ def duplicates(
     max_distance: int | None,
     limit: int | None,
     url: str | None,
+    near: bool,
+    exact: bool,
 ) -> None:
     """The pages dropped as duplicates.
 
@@ -184,14 +188,17 @@ def duplicates(
     duplicate_of, distance, similarity (the sketches' estimate; empty for an
     exact-text match), exact, seen_at (UTC).
     """
+    if near and exact:
+        raise click.UsageError("give at most one of --near and --exact")
+    rule = True if exact else (False if near else None)
     index = open_index(db)
     if url is not None:
         found = index.duplicate(url)
         if found is None:
             raise click.ClickException(f"{formats.visible(url)} is not logged as a duplicate in the database")
-        rows: Any = reports.duplicates_among([found], host=host, since=since, max_distance=max_distance)
+        rows: Any = reports.duplicates_among([found], host=host, since=since, max_distance=max_distance, exact=rule)
     else:
-        rows = reports.duplicates(index, host=host, since=since, max_distance=max_distance, limit=limit)
+        rows = reports.duplicates(index, host=host, since=since, max_distance=max_distance, limit=limit, exact=rule)
     listings.write_duplicates(rows, output_format(fmt), sys.stdout)
 
 
@@ -203,7 +210,8 @@ def clusters(db: str, fmt: str | None, limit: int | None) -> None:
     """Stored pages with their duplicates, largest first.
 
     json and jsonl give one object per cluster, with its duplicates in a list;
-    csv and table give one row per duplicate.
+    csv and table give one row per duplicate: its distance and similarity
+    (the sketches' estimate; empty for an exact-text match).
     """
     listings.write_clusters(reports.clusters(open_index(db), limit=limit), output_format(fmt), sys.stdout)
 

@@ -72,7 +72,12 @@ def query(
     else:
         path, kind = (text_file, "text") if text_file is not None else (str(html_file), "html")
         signature = signature_of(fingerprinter_for(index.scheme, word_weights), read_page(path, kind), path)
-    listings.write_matches(evidence.near(index, signature, exclude=exclude), output_format(fmt), sys.stdout)
+    matches = evidence.near(index, signature, exclude=exclude)
+    listings.write_matches(matches, output_format(fmt), sys.stdout)
+    if not matches:
+        given = url or text_file or html_file or simhash_hex
+        others = " other" if url is not None else ""
+        click.echo(f"no{others} stored page within {max_distance} bits of {formats.visible(str(given))}", err=True)
 
 
 def find_page(index: Index, url: str) -> evidence.Found:

@@ -112,7 +112,7 @@ def _dropped_pages(
     if source is not None:
         source.close()
     index = open_index(db, create=True, max_distance=max_distance, scheme=fingerprinter.scheme)
-    rows = list(_import_pages(index, PageSetup(fingerprinter), archive, workers, Counter(), False))
+    rows = list(_import_pages(index, PageSetup(fingerprinter), archive, workers, Counter(), False, False))
     pages = [r for r in records if r.why_not_page is None]
     if [row["url"] for row in rows] != [page.target for page in pages]:
         raise click.ClickException(f"{archive} read differently twice: is it being written to?")

@@ -188,8 +188,9 @@ def least_similar_first(duplicate: Duplicate) -> tuple[bool, float]:
     return duplicate.similarity is None, duplicate.similarity or 0.0
 
 
-def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> None:
-    """The report: the near-duplicates (held, to sort them), then the clusters, streamed."""
+def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str:
+    """The report: the near-duplicates (held, to sort them), then the clusters, streamed.
+    Returns what it shows: pages stored, duplicates, clusters."""
     duplicates = exact = 0
     hosts: dict[str, Counter[str]] = {}
     near: list[Duplicate] = []
@@ -237,6 +238,8 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> Non
     if limit is not None and shown == limit:
         out.write(f'<p class="muted">the {limit} largest clusters are shown (--limit)</p>')
     out.write(f"<script>{SCRIPT}</script></body></html>\n")
+    kinds = f"{exact} exact, {duplicates - exact} near"
+    return f"{stored} pages stored, {duplicates} duplicates ({kinds}), {shown} clusters"
 
 
 @cli.command()
@@ -259,7 +262,10 @@ def report(db: str, html_file: str, limit: int | None) -> None:
     histograms of distance and similarity; and the clusters, largest first,
     collapsed. A small script allowed by its hash filters by host, rule and
     similarity and sorts; the page loads nothing and escapes every page's text.
+    Prints the file written and its counts.
     """
     index = open_index(db)
     with click.open_file(html_file, "w", encoding="utf-8") as out:
-        write_report(index, out, limit=limit)
+        shown = write_report(index, out, limit=limit)
+    if html_file != "-":  # on stdout, the report is the output
+        click.echo(f"wrote {visible(html_file)}: {shown}")

@@ -55,6 +55,7 @@ from .warc import is_archive, not_pages, read_archive
     help=f"Which bits make each block of a new 'blocks' index [default: {defaults.BLOCK_ASSIGNMENT}].",
 )
 @word_weights_option
+@click.option("--strict", is_flag=True, help="Stop at the first bad line (by default it is reported and skipped).")
 def import_(
     db: str,
     file: str,
@@ -66,6 +67,7 @@ def import_(
     layout: str | None,
     block_assignment: str | None,
     word_weights: str | None,
+    strict: bool,
 ) -> None:
     """Deduplicate a JSON lines corpus, or a WARC or ARC archive, into the database.
 
@@ -75,6 +77,8 @@ def import_(
     [warc] extra). Pages are checked in file order against the database and the
     pages kept before them. --dry-run reads the database but writes nothing, and
     lists each page (--format) with what the import would do; the counts go to stderr.
+    A bad line is reported with its number and skipped, and the import exits 1
+    at the end (--strict stops at the first).
     """
     if fmt is not None and not dry_run:
         raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
@@ -97,30 +101,38 @@ def import_(
         )
         target.keep_texts = target.keep_texts or keep_texts
     counts: Counter[str] = Counter()
-    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run)
+    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run, strict)
     if dry_run:
         listings.write_dry_run(decided, output_format(fmt), sys.stdout)
     else:
         for _ in decided:
             pass
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
-    summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}"
+    bad = f", {counts['bad']} bad lines skipped" if counts["bad"] else ""
+    summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}{bad}"
     if not_pages(counts):
         summary += f"; records not pages: {not_pages(counts)}"
     click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
+    if counts["bad"]:
+        click.get_current_context().exit(1)
 
 
 def _import_pages(
-    target: Any, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool
+    target: Any, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool, strict: bool
 ) -> Iterator[dict[str, Any]]:
     """Each page of the corpus checked against the target, in file order: a row saying what
-    became of it (kept, dropped, skipped: no text, refused: unusable URL), counted."""
+    became of it (kept, dropped, skipped: no text, refused: unusable URL), counted. A bad
+    line is reported and counted (no row), or with `strict` stops the import."""
     source = read_archive(file, counts) if is_archive(file) else read_corpus(file)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
     after = "" if dry_run else "; the lines before it were imported"
     for line, page in analyse_many(setup, lines, workers=workers):
         if line.error is not None:
-            raise click.ClickException(f"{line.where}: {line.error}{after}")
+            if strict:
+                raise click.ClickException(f"{line.where}: {line.error}{after}")
+            click.echo(f"Error: {line.where}: {line.error}; skipped", err=True)
+            counts["bad"] += 1
+            continue
         try:
             check_key(line.url)
         except ValueError as exc:

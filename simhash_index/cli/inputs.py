@@ -18,7 +18,7 @@ import click
 
 from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, NoFeaturesError
 from ..fingerprinting.pages import PageJob
-from ..text.extract import decode, extract_text
+from ..text.extract import decode, extract_text, looks_binary
 from . import formats
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -84,9 +84,12 @@ def looks_like_html(name: str, content: str) -> bool:
 
 
 def read_page(path: str, kind: str = "auto") -> str:
-    """The text of a file ('-' for stdin): HTML has its main text extracted, as the pipeline does."""
+    """The text of a file ('-' for stdin): HTML has its main text extracted, as the pipeline does;
+    a binary file is refused."""
     raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     content = decode(raw)
+    if looks_binary(content):
+        raise click.ClickException(f"{path}: a binary file (an image, an archive?), not text or HTML: left out")
     if kind == "html" or (kind == "auto" and looks_like_html(path, content)):
         text = extract_text(content)
         if text is None:

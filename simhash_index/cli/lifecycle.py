@@ -10,6 +10,7 @@ import click
 from ..index.base import Forgotten, Index
 from ..index.factory import open_index as open_backend
 from ..index.records import parse_duration
+from . import formats
 from .commands import cli, db_option
 from .inputs import IsoDateTime
 
@@ -43,8 +44,13 @@ def forget(db: str, urls: tuple[str, ...]) -> None:
 
     A URL logged as a duplicate leaves the log. A page dropped as a copy of a
     forgotten one is checked anew when it comes back (docs/forgetting.md).
+    Exits 1 when the index holds none of the URLs.
     """
-    click.echo(said(open_to_write(db).forget(urls)))
+    forgotten = open_to_write(db).forget(urls)
+    click.echo(said(forgotten))
+    if not (forgotten.pages or forgotten.duplicates):
+        held = f"does not hold {formats.visible(urls[0])}" if len(urls) == 1 else f"holds none of the {len(urls)} URLs"
+        raise click.ClickException(f"the index {held}: neither stored nor logged as a duplicate")
 
 
 @cli.command()
@@ -53,17 +59,29 @@ def forget(db: str, urls: tuple[str, ...]) -> None:
     "--older-than", "older_than", type=Duration(), help="Forget pages stored longer ago than this (30d, 12h)."
 )
 @click.option("--before", type=IsoDateTime(), help="Forget pages stored before this ISO date or datetime (UTC).")
-def prune(db: str, older_than: timedelta | None, before: datetime | None) -> None:
+@click.option("--dry-run", is_flag=True, help="Say how many pages would be forgotten; forget nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def prune(db: str, older_than: timedelta | None, before: datetime | None, dry_run: bool, yes: bool) -> None:
     """Forget the pages stored before a moment, and the duplicates logged
     against them or before it.
 
-    Give --older-than or --before. Deletes in short transactions, so a crawl
-    writing to the index can go on meanwhile.
+    Give --older-than or --before. Asks for confirmation first, naming how
+    many pages it would forget (--yes does not ask; --dry-run only says).
+    Deletes in short transactions, so a crawl writing to the index can go on
+    meanwhile.
     """
     if (older_than is None) == (before is None):
         raise click.UsageError("give one of --older-than and --before")
     cutoff = before if before is not None else datetime.now(timezone.utc) - older_than  # type: ignore[operator]
-    click.echo(said(open_to_write(db).prune(before=cutoff)))
+    index = open_to_write(db)
+    doomed = f"{index.stored_before(cutoff)} of the {len(index)} pages {index.url} stores"
+    moment = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if dry_run:
+        click.echo(f"dry run, nothing forgotten: prune would forget {doomed}, those stored before {moment}")
+        return
+    if not yes:
+        click.confirm(f"Forget {doomed}, those stored before {moment}?", abort=True, err=True)
+    click.echo(said(index.prune(before=cutoff)))
 
 
 @cli.command()

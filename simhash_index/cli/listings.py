@@ -95,7 +95,14 @@ def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
                 "url": c.key,
                 "count": len(c.duplicates),
                 "duplicates": [
-                    {"url": d.key, "distance": d.distance, "exact": d.exact, "seen_at": d.seen_at} for d in c.duplicates
+                    {
+                        "url": d.key,
+                        "distance": d.distance,
+                        "similarity": score(d.similarity),
+                        "exact": d.exact,
+                        "seen_at": d.seen_at,
+                    }
+                    for d in c.duplicates
                 ],
             }
             for c in clusters
@@ -109,6 +116,7 @@ def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
             "count": len(c.duplicates) if i == 0 or not table else None,
             "duplicate": d.key,
             "distance": d.distance,
+            "similarity": score(d.similarity),
             "exact": d.exact,
             "radius": d.radius,
             "seen_at": d.seen_at,
@@ -116,8 +124,8 @@ def write_clusters(clusters: Iterable[Cluster], fmt: str, out: TextIO) -> None:
         for c in clusters
         for i, d in enumerate(c.duplicates)
     )
-    columns = ("url", "count", "duplicate", "distance") + (() if table else ("exact", "seen_at"))
-    write_rows(rows, columns, fmt, out, numeric={"count", "distance"})
+    columns = ("url", "count", "duplicate", "distance", "similarity") + (() if table else ("exact", "seen_at"))
+    write_rows(rows, columns, fmt, out, numeric={"count", "distance", "similarity"})
 
 
 def write_stats(stats: Stats, fmt: str, out: TextIO) -> None:

@@ -144,13 +144,15 @@ def duplicates(
     since: datetime | None = None,
     max_distance: int | None = None,
     limit: int | None = None,
+    exact: bool | None = None,
 ) -> Iterator[Duplicate]:
     """Pages dropped as duplicates, in the order they were first logged, streamed.
 
     host: only pages on this host or its subdomains (and port, when it has one; see
     HostFilter). since: only pages dropped at or after this moment (naive means UTC).
+    exact: only exact-text duplicates (True) or only near ones (False).
     """
-    rows = duplicates_among(index.logged(since=since), host=host, max_distance=max_distance)
+    rows = duplicates_among(index.logged(since=since), host=host, max_distance=max_distance, exact=exact)
     yield from itertools.islice(rows, limit)
 
 
@@ -160,8 +162,11 @@ def duplicates_among(
     host: str | HostFilter | None = None,
     since: datetime | None = None,
     max_distance: int | None = None,
+    exact: bool | None = None,
 ) -> Iterator[Duplicate]:
     """The duplicates of `rows` that pass the filters of `duplicates`."""
+    if exact is not None:
+        rows = (row for row in rows if row.exact == exact)
     if since is not None:
         rows = (row for row in rows if row.seen_at >= since)
     if max_distance is not None:

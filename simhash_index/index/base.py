@@ -147,6 +147,10 @@ class Index(ABC):
         transactions of a bounded number of rows: a crawl can go on meanwhile."""
         return self._prune(as_utc(before))
 
+    def stored_before(self, before: datetime) -> int:
+        """How many pages are stored before `before` (naive means UTC): the pages prune would forget."""
+        return self._stored_before(as_utc(before))
+
     def reset(self) -> Forgotten:
         """Empty the index: every page and every logged duplicate (its settings stay)."""
         return self._reset()
@@ -239,6 +243,9 @@ class Index(ABC):
 
     @abstractmethod
     def _reset(self) -> Forgotten: ...
+
+    @abstractmethod
+    def _stored_before(self, before: datetime) -> int: ...
 
     @abstractmethod
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]: ...

@@ -154,6 +154,10 @@ class MemoryIndex(Index):
             doomed = [p.key for p in self._pages.values() if p.stored_at is not None and p.stored_at < before]
             return self._remove(doomed, set(), before=before)
 
+    def _stored_before(self, before: datetime) -> int:
+        with self._lock:
+            return sum(1 for p in self._pages.values() if p.stored_at is not None and p.stored_at < before)
+
     def _reset(self) -> Forgotten:
         with self._lock:
             return self._remove(list(self._pages), set(self._log), before=None)

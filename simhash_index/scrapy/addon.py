@@ -10,9 +10,12 @@ set COMMANDS_MODULE = "simhash_index.scrapy.commands" for it.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
 
 PIPELINE = "simhash_index.scrapy.SimhashDedupPipeline"
 LOG_FORMATTER = "simhash_index.scrapy.SimhashLogFormatter"
@@ -49,6 +52,38 @@ def _set_default_component(settings: BaseSettings, name: str, path: str, priorit
         settings.set_in_component_priority_dict(name, component, priority)
     else:
         settings[name][path] = priority
+
+
+def warn_of_pipelines_before(settings: BaseSettings, pipeline: type) -> None:
+    """A warning naming the item pipelines that run before ours: they receive every item,
+    duplicates too (a storage pipeline there stores them all)."""
+    found = runs_before(settings, "ITEM_PIPELINES", pipeline)
+    if found is None or not found[1]:
+        return
+    ours, before = found
+    logger.warning(
+        "simhash: %s run before %s (%d) in ITEM_PIPELINES and receive every item, duplicates too: "
+        "give a pipeline that stores items a number above %d",
+        ", ".join(f"{name} ({priority})" for name, priority in before),
+        pipeline.__name__,
+        ours,
+        ours,
+    )
+
+
+def runs_before(settings: BaseSettings, name: str, component: object) -> tuple[int, list[tuple[str, int]]] | None:
+    """Where `component` runs in a priority dict setting (ITEM_PIPELINES): its priority, and the
+    components that run before it as (name, priority) in their order; None when it is not listed."""
+    listed = {key: priority for key, priority in settings.getwithbase(name).items() if priority is not None}
+    ours = next((priority for key, priority in listed.items() if key is component or _loads_to(key, component)), None)
+    if ours is None:
+        return None
+    before = sorted((priority, _named(key)) for key, priority in listed.items() if priority < ours)
+    return int(ours), [(key, int(priority)) for priority, key in before]
+
+
+def _named(key: object) -> str:
+    return key if isinstance(key, str) else f"{getattr(key, '__module__', '?')}.{getattr(key, '__qualname__', key)}"
 
 
 def _loads_to(key: object, component: object) -> bool:

@@ -4,11 +4,15 @@ with one clear error line (not a traceback)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INDEX_UNAVAILABLE = "simhash_index_unavailable"  # the index could not be opened: nothing was fetched
 INDEX_ERROR = "simhash_index_error"  # the index failed mid-crawl, with SIMHASH_ON_DB_ERROR=stop
@@ -39,6 +43,15 @@ def startup_error(message: str) -> StartupError:
         if not any(isinstance(f, _ReportedAlready) for f in target.filters):
             target.addFilter(_ReportedAlready())
     return StartupError(message)
+
+
+def checked(read: Callable[[BaseSettings], T], settings: BaseSettings) -> T:
+    """What `read` makes of the settings; a bad value (its ValueError naming the setting)
+    stops the start with one error line (startup_error)."""
+    try:
+        return read(settings)
+    except ValueError as exc:
+        raise startup_error(str(exc)) from None
 
 
 def one_line(error: object) -> str:

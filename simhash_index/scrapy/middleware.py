@@ -1,9 +1,11 @@
 """On a recrawl, skip the requests to pages the index already logged as duplicates.
 
 In the spirit of scrapy-deltafetch: a page dropped as a near-duplicate last time is not
-downloaded again. Opt in with SIMHASH_SKIP_DUPLICATES = True (the Addon installs the
-middleware; it does nothing until then). It looks requests up in the index the
-SimhashDedupPipeline opened, so the pipeline must be enabled too.
+downloaded again, unless it is a start request (a crawl always fetches where it starts;
+the pages it reaches may be reachable through no other page). Opt in with
+SIMHASH_SKIP_DUPLICATES = True (the Addon installs the middleware; it does nothing until
+then). It looks requests up in the index the SimhashDedupPipeline opened, so the pipeline
+must be enabled too.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from w3lib.url import canonicalize_url
 
 from ..errors import SimhashIndexError
 from ..index.records import Duplicate, check_key
+from .failures import checked
 from .logformatter import safe
 from .pipeline import running_pipeline
+from .settings import SkipSettings
 from .stats import PREFIX
 
 logger = logging.getLogger(__name__)
@@ -33,12 +37,20 @@ SKIPPED = PREFIX + "skipped_requests"
 LOOKUP_THREADS = 2  # lookups are one indexed read each; they need not wait behind page analyses
 
 
+def is_start(request: Request) -> bool:
+    """Whether a request is one the crawl starts from: Scrapy >= 2.13 marks them; before,
+    they are the requests without a depth (DepthMiddleware gives the others theirs)."""
+    if "is_start_request" in request.meta:
+        return bool(request.meta["is_start_request"])
+    return not request.meta.get("depth")
+
+
 class SimhashSkipDuplicatesMiddleware:
     """Raises IgnoreRequest for a request whose URL the index logged as a duplicate.
 
     The URL is the key the pipeline stored (canonicalised with SIMHASH_CANONICALIZE_URL);
-    counted in simhash/skipped_requests, logged at DEBUG. `meta={"simhash_dont_skip": True}`
-    fetches a request anyway.
+    counted in simhash/skipped_requests, logged at DEBUG. Start requests are never skipped,
+    and `meta={"simhash_dont_skip": True}` fetches a request anyway.
     """
 
     def __init__(self, crawler: Crawler, *, canonicalize: bool) -> None:
@@ -48,14 +60,14 @@ class SimhashSkipDuplicatesMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashSkipDuplicatesMiddleware:
-        settings = crawler.settings
-        if not settings.getbool("SIMHASH_SKIP_DUPLICATES", False):
+        settings = checked(SkipSettings.from_settings, crawler.settings)
+        if not settings.skip:
             raise NotConfigured  # opt-in: silent when off
-        if not settings.getbool("SIMHASH_ENABLED", True):
+        if not settings.enabled:
             raise NotConfigured("SIMHASH_SKIP_DUPLICATES needs the pipeline, and SIMHASH_ENABLED is False")
-        if settings.get("SIMHASH_KEY"):
+        if settings.keyed_otherwise:
             raise NotConfigured("SIMHASH_SKIP_DUPLICATES matches request URLs, and SIMHASH_KEY keys items otherwise")
-        middleware = cls(crawler, canonicalize=settings.getbool("SIMHASH_CANONICALIZE_URL", False))
+        middleware = cls(crawler, canonicalize=settings.canonicalize_url)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
@@ -76,7 +88,7 @@ class SimhashSkipDuplicatesMiddleware:
             self._threads = None
 
     async def process_request(self, request: Request, spider: Any = None) -> None:
-        if request.meta.get(DONT_SKIP) or self._threads is None:
+        if request.meta.get(DONT_SKIP) or self._threads is None or is_start(request):
             return
         key = canonicalize_url(request.url) if self.canonicalize else request.url
         logged = await self._lookup(key)

@@ -37,19 +37,20 @@ from ..index.factory import open_index
 from ..index.records import Match
 from ..index.writer import BatchWriter
 from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout
+from .addon import warn_of_pipelines_before
 from .failures import (
     INDEX_ERROR,
     INDEX_UNAVAILABLE,
     WORKERS_UNAVAILABLE,
+    checked,
     close_spider,
     layout_hint,
     one_line,
     scheme_difference,
-    startup_error,
 )
 from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
-from .settings import PipelineSettings
+from .settings import PipelineSettings, enabled
 from .stats import Outcomes
 from .threads import awaitable, in_thread
 
@@ -106,12 +107,10 @@ class SimhashDedupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDedupPipeline:
-        if not crawler.settings.getbool("SIMHASH_ENABLED", True):
+        if not checked(enabled, crawler.settings):
             raise NotConfigured("SIMHASH_ENABLED is False")
-        try:
-            settings = PipelineSettings.from_settings(crawler.settings)
-        except ValueError as exc:
-            raise startup_error(str(exc)) from None
+        settings = checked(PipelineSettings.from_settings, crawler.settings)
+        warn_of_pipelines_before(crawler.settings, cls)
         pipeline = cls(settings, crawler)
         _RUNNING[crawler] = pipeline
         return pipeline

@@ -87,6 +87,32 @@ class PipelineSettings:
         return values
 
 
+def enabled(settings: BaseSettings) -> bool:
+    """SIMHASH_ENABLED (True unless set): ValueError naming it when it is not True or False."""
+    return _Reader(settings).boolean("ENABLED", True)
+
+
+@dataclass(frozen=True)
+class SkipSettings:
+    """What SimhashSkipDuplicatesMiddleware reads, checked (SkipSettings.from_settings)."""
+
+    skip: bool = False
+    enabled: bool = True
+    keyed_otherwise: bool = False  # SIMHASH_KEY is set: items are not keyed by their URL
+    canonicalize_url: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SkipSettings:
+        """ValueError naming the first bad value."""
+        read = _Reader(settings)
+        return cls(
+            skip=read.boolean("SKIP_DUPLICATES", False),
+            enabled=enabled(settings),
+            keyed_otherwise=bool(settings.get("SIMHASH_KEY")),
+            canonicalize_url=read.boolean("CANONICALIZE_URL", False),
+        )
+
+
 class _Reader:
     """Typed reads of SIMHASH_* settings, each refusing a bad value with a message naming it."""
 
@@ -166,7 +192,13 @@ def fingerprinter_from(settings: BaseSettings) -> Fingerprinter:
     elif isinstance(given, Mapping):
         options = dict(given)
     elif isinstance(given, str) and given.lstrip().startswith("{"):
-        options = settings.getdict("SIMHASH_FINGERPRINTER")  # -s SIMHASH_FINGERPRINTER='{"top_k": 64}'
+        try:
+            options = settings.getdict("SIMHASH_FINGERPRINTER")  # -s SIMHASH_FINGERPRINTER='{"top_k": 64}'
+        except ValueError as exc:
+            raise ValueError(
+                f"SIMHASH_FINGERPRINTER is not a JSON object ({exc}): quote its keys and strings with "
+                """double quotes, as in -s 'SIMHASH_FINGERPRINTER={"weighting": "tfidf"}'"""
+            ) from None
     elif isinstance(given, str):
         return _with_overrides(_loaded_fingerprinter(given), settings)
     else:
@@ -175,7 +207,7 @@ def fingerprinter_from(settings: BaseSettings) -> Fingerprinter:
         )
     try:
         made = Fingerprinter(**options)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, ImportError) as exc:  # ImportError: tfidf without wordfreq
         raise ValueError(f"SIMHASH_FINGERPRINTER: {exc}") from None
     return _with_overrides(made, settings)
 

@@ -11,6 +11,9 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.statscollectors import StatsCollector
 
+from .failures import checked
+from .settings import enabled
+
 logger = logging.getLogger(__name__)
 
 PREFIX = "simhash/"
@@ -62,7 +65,11 @@ class Outcomes:
         why = f" ({', '.join(f'{count:,} {label}' for label, count in unchecked.items())})" if passed else ""
         index = f"; the index holds {stored:,} pages" if stored is not None else ""
         skipped = self.value("skipped_requests")
-        not_fetched = f"; {skipped:,} requests skipped (logged duplicates)" if skipped else ""
+        not_fetched = (
+            f"; {skipped:,} requests skipped (logged duplicates), so the links on those pages were not followed"
+            if skipped
+            else ""
+        )
         return (
             f"simhash: {kept + dropped:,} pages checked: {kept:,} kept, {dropped:,} dropped "
             f"({exact:,} exact, {dropped - exact:,} near); {passed:,} passed through unchecked{why}{index}"
@@ -83,7 +90,7 @@ class SimhashLogStats:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashLogStats:
         interval = crawler.settings.getfloat("LOGSTATS_INTERVAL")
-        if not interval or not crawler.settings.getbool("SIMHASH_ENABLED", True):
+        if not interval or not checked(enabled, crawler.settings):
             raise NotConfigured  # off, as Scrapy's LogStats, without a warning
         assert crawler.stats is not None
         extension = cls(crawler.stats, interval)

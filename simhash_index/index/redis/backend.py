@@ -297,6 +297,17 @@ class RedisIndex(Index):
                 total += Forgotten(*map(int, self._run("prune", cutoff, *batch)))
         return total + self._sweep(cutoff)
 
+    def _stored_before(self, before: datetime) -> int:
+        cutoff, count = micros(before), 0
+        with self._talking():
+            ids = [page_id for _, page_id in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS)]
+            for start in range(0, len(ids), STREAM_ROWS):
+                pipe = self._client.pipeline(transaction=False)
+                for page_id in ids[start : start + STREAM_ROWS]:
+                    pipe.hget(self._key(f"doc:{text_of(page_id)}"), "stored_at")
+                count += sum(1 for stored in pipe.execute() if stored is not None and int(stored) < cutoff)
+        return count
+
     def _sweep(self, before: int | None) -> Forgotten:
         """Take out of the log the entries logged before `before` (microseconds) and those
         against a page no longer stored (logged before the `against:` sets were kept), STREAM_ROWS

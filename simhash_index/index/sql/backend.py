@@ -258,6 +258,11 @@ class SqlIndex(Index):
         self._writable()
         return self._without_orphan_texts(forgetting.prune(self.transaction, db_time(self.dialect, before)))
 
+    def _stored_before(self, before: datetime) -> int:
+        with self.transaction(write=False) as conn:
+            statement = f"SELECT count(*) FROM simhash_documents WHERE stored_at < {MARKS[conn.dialect.paramstyle]}"
+            return int(fetch(conn, statement, (db_time(self.dialect, before),))[0][0])
+
     def _reset(self) -> Forgotten:
         self._writable()
         with self.transaction() as conn:

@@ -2,9 +2,10 @@
 
 Scrapy exits 0 whatever the finish reason. A crawl whose index could not be opened (or
 failed with SIMHASH_ON_DB_ERROR=stop) deduplicated nothing, and one that got no response
-at all (no network, a wrong start URL) fetched nothing: a script running it must be able
-to tell. Enable with `COMMANDS_MODULE = "simhash_index.scrapy.commands"` (an add-on cannot:
-Scrapy loads its commands before add-ons).
+at all (no network, a wrong start URL), or only error pages (a start URL that is a 404),
+fetched nothing useful: a script running it must be able to tell. Enable with
+`COMMANDS_MODULE = "simhash_index.scrapy.commands"` (an add-on cannot: Scrapy loads its
+commands before add-ons).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from ..failures import FAILURE_REASONS
 
 logger = logging.getLogger(__name__)
 EXCEPTION_TYPES = "downloader/exception_type_count/"
+STATUS = "downloader/response_status_count/"
+ROBOTS_STATUS = "robotstxt/response_status_count/"
 
 
 class Command(crawl.Command):
@@ -41,6 +44,9 @@ class Command(crawl.Command):
         elif fetched_nothing(stats):
             logger.error("%s", nothing_fetched_message(stats))
             self.exitcode = 1
+        elif fetched_only_errors(stats):
+            logger.error("%s", only_errors_message(stats))
+            self.exitcode = 1
         elif "start_time" in stats and not stats.get("downloader/request_count"):
             # not a failure: a crawler sharing a queue (scrapy-redis) may find no work left
             logger.warning("%s", nothing_fetched_message(stats))
@@ -54,6 +60,45 @@ def fetched_nothing(stats: dict[str, Any]) -> bool:
         and bool(stats.get("downloader/request_count"))
         and not stats.get("response_received_count")
     )
+
+
+def _error_statuses(stats: dict[str, Any], prefix: str) -> dict[str, int]:
+    """HTTP status (400 and up) -> responses, from stats named prefix + status."""
+    return {
+        name[len(prefix) :]: int(count)
+        for name, count in stats.items()
+        if name.startswith(prefix) and name[len(prefix) :] >= "400"
+    }
+
+
+def page_errors(stats: dict[str, Any]) -> dict[str, int]:
+    """HTTP status -> error responses to page requests (robots.txt's left out)."""
+    robots = _error_statuses(stats, ROBOTS_STATUS)
+    found = {status: count - robots.get(status, 0) for status, count in _error_statuses(stats, STATUS).items()}
+    return {status: count for status, count in sorted(found.items()) if count > 0}
+
+
+def fetched_only_errors(stats: dict[str, Any]) -> bool:
+    """Whether every page response of a crawl that ran was an HTTP error (4xx, 5xx) and it
+    yielded no item: a start URL that is a 404, say.
+
+    >>> fetched_only_errors({"start_time": 0, "response_received_count": 2, "robotstxt/response_count": 1,
+    ...     "downloader/response_status_count/404": 1, "downloader/response_status_count/200": 1})
+    True
+    """
+    pages = int(stats.get("response_received_count", 0)) - int(stats.get("robotstxt/response_count", 0))
+    items = stats.get("item_scraped_count", 0) or stats.get("item_dropped_count", 0)
+    return "start_time" in stats and pages > 0 and not items and sum(page_errors(stats).values()) >= pages
+
+
+def only_errors_message(stats: dict[str, Any]) -> str:
+    """One line: the error pages the crawl got instead of pages.
+
+    >>> only_errors_message({"downloader/response_status_count/404": 1})
+    'the crawl fetched nothing useful: every page was an HTTP error (1 HTTP 404): check the start URLs'
+    """
+    shown = ", ".join(f"{count} HTTP {status}" for status, count in page_errors(stats).items())
+    return f"the crawl fetched nothing useful: every page was an HTTP error ({shown}): check the start URLs"
 
 
 def nothing_fetched_message(stats: dict[str, Any]) -> str:
