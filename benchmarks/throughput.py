@@ -53,10 +53,13 @@ CAPACITY = {"sqlite": 160000, "postgres": 100000, "redis": 160000}
 SINGLE_CAPACITY = 30000  # the same for batches of 1
 BASE: Templates | None = None  # set before forking: the writers inherit it
 PREFILLED: dict[str, int] = {}  # backend -> pages its index holds before every run
+RADIUS: int | None = None  # --max-distance: the search radius (None: the library's default)
 
 
 def open_for(backend: str, url: str, prefix: str) -> Index:
-    return open_index(url, prefix=prefix) if backend == "redis" else open_index(url)
+    if backend == "redis":
+        return open_index(url, prefix=prefix, max_distance=RADIUS)
+    return open_index(url, max_distance=RADIUS)
 
 
 def writer(
@@ -188,7 +191,7 @@ def sqlite_wal_pages(url: str, batches: int = 10) -> tuple[float, int]:
 
 
 def main() -> None:
-    global BASE
+    global BASE, RADIUS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite,postgres,redis")
     parser.add_argument("--rounds", type=int, default=3)
@@ -198,8 +201,10 @@ def main() -> None:
     parser.add_argument("--redis-url", default=DEFAULT_REDIS)
     parser.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
     parser.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
+    parser.add_argument("--max-distance", type=int, help="the search radius (default: the library's)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
+    RADIUS = args.max_distance
     backends = [b for b in args.backends.split(",") if b]
     began, load_before = stamp(), machine()
     BASE = templates()
