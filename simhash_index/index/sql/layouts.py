@@ -187,7 +187,7 @@ class Layout:
             lookups.append(
                 "SELECT q.n, c.id FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS q(fp, v, n) CROSS JOIN LATERAL "
                 f"(SELECT id FROM simhash_documents WHERE {column} = q.v "
-                "AND bit_count((fingerprint # q.fp)::bit(64)) <= %s) AS c"
+                "AND bit_count((fingerprint # q.fp)::bit(64)) <= %s OFFSET 0) AS c"
             )
             fps, values, positions = zip(*rows)
             parameters += [_array(list(fps)), _array(list(values)), _array(list(positions)), radius]
