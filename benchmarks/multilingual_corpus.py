@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from urllib.parse import quote
 
 import trafilatura
 import xxhash
@@ -62,6 +63,7 @@ _TITLE = re.compile(r"^title:\s*(.+)$", re.M)
 _SKIPPED = re.compile(r"(/_index\.html|/ch00/)")  # listings, and the book's anchor redirects
 _SCRIPTS = {"ja": "\u3040-\u30ff", "ko": "\uac00-\ud7af", "ru": "\u0400-\u04ff", "uk": "\u0400-\u04ff"}
 _WORD = re.compile(r"\w+")
+_UNSAFE = re.compile(r"[?#%&]")  # not in a corpus path: score.py reads a plain line's ? and # as URL parts
 TEMPLATE = """<!DOCTYPE html>
 <html lang="{lang}">
 <head><meta charset="utf-8"><title>{title}</title></head>
@@ -93,7 +95,7 @@ class Version:
         """The page's path in the corpus site."""
         stem = self.orig_path.rsplit("/", 2)
         name = stem[-1].removesuffix(".html") if self.kind == "book" else stem[-2]
-        return f"git-scm/{self.lang}/{self.kind}/{name}/{self.commit[:10]}.html"
+        return f"git-scm/{self.lang}/{self.kind}/{_UNSAFE.sub('_', name)}/{self.commit[:10]}.html"
 
 
 def git(repo: Path, *args: str) -> str:
@@ -192,7 +194,7 @@ def listing(out: Path, rows: list[dict[str, object]]) -> None:
     links = "".join(f'<li><a href="_index/{lang}.html">{lang}</a></li>\n' for lang in sorted(by_lang))
     (out / "site" / "index.html").write_text(f"<html><body><ul>\n{links}</ul></body></html>\n", encoding="utf-8")
     for lang, paths in by_lang.items():
-        items = "".join(f'<li><a href="../{html.escape(p)}">{html.escape(p)}</a></li>\n' for p in paths)
+        items = "".join(f'<li><a href="../{html.escape(quote(p))}">{html.escape(p)}</a></li>\n' for p in paths)
         (out / "site" / "_index" / f"{lang}.html").write_text(
             f"<html><body><ul>\n{items}</ul></body></html>\n", encoding="utf-8"
         )
