@@ -1,13 +1,15 @@
 """A text's main language, and the stop words of that language (for `stopwords="language"`).
 
 Chinese, Japanese and Korean are told by script: a CJK text (tokens.is_cjk_text) with kana is
-Japanese, with hangul Korean, else Chinese. Other texts go to py3langid (its 97-language model)
-on their first SAMPLE characters. The stop words of a language are its TOP most frequent words
-in wordfreq's tables, normalised like the text: short, like the built-in lists. English and
-Chinese keep the built-in lists (stopwords.ALL), which were tuned on the evaluation corpus, and
-every text gets those too, so a page that mixes its own language with English (code,
-untranslated paragraphs) loses both languages' function words. A language wordfreq has no
-table for gets only the built-in lists.
+Japanese, with hangul Korean, else Chinese. A text whose first SAMPLE characters are at least
+ENGLISH_SHARE built-in English stop words is English, which spares most English pages the
+identifier's cost; other texts go to py3langid (its 97-language model) on their first SAMPLE
+characters. The stop words of a language are its TOP most frequent words in wordfreq's
+tables, normalised like the text: short, like the built-in lists. English and Chinese keep the
+built-in lists (stopwords.ALL), which were tuned on the evaluation corpus, and every text gets
+those too, so a page that mixes its own language with English (code, untranslated paragraphs)
+loses both languages' function words. A language wordfreq has no table for gets only the
+built-in lists.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from .tokens import is_cjk_text, normalize
 
 SAMPLE = 2000  # characters identified: enough for py3langid on this corpus (docs/accuracy.md)
 TOP = 100
+ENGLISH_SHARE = 0.25
 BUILTIN = ("en", "zh")  # languages whose built-in list is the whole of their stop words
 _KANA = re.compile("[\u3040-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
+_WORD = re.compile(r"\w+")
 _lock = threading.Lock()
 _identifier: Any = None
 
@@ -48,7 +52,11 @@ def identify(normalized_text: str) -> str:
         if _KANA.search(normalized_text):
             return "ja"
         return "ko" if _HANGUL.search(normalized_text) else "zh"
-    return _classify(normalized_text[:SAMPLE])
+    sample = normalized_text[:SAMPLE]
+    words = _WORD.findall(sample)
+    if words and sum(word in _stopwords.ENGLISH for word in words) >= ENGLISH_SHARE * len(words):
+        return "en"
+    return _classify(sample)
 
 
 @cache
