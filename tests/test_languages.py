@@ -73,3 +73,20 @@ def test_scheme_names_the_libraries_and_an_index_refuses_other_fingerprints(tmp_
     SimhashIndex(url, scheme=Fingerprinter(stopwords="language").scheme).close()
     with pytest.raises(SchemeMismatchError):
         SimhashIndex(url, scheme=Fingerprinter().scheme)
+
+
+def test_missing_library_names_the_extra(monkeypatch):
+    from importlib import metadata
+
+    from simhash_index.text import languages
+
+    installed = metadata.version
+
+    def version(package):
+        if package == "py3langid":
+            raise metadata.PackageNotFoundError(package)
+        return installed(package)
+
+    monkeypatch.setattr(languages.metadata, "version", version)
+    with pytest.raises(ImportError, match=r"simhash-index\[languages\]"):
+        Fingerprinter(stopwords="language")
