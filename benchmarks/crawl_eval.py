@@ -145,6 +145,9 @@ def main() -> None:
     )
     parser.add_argument("--no-timing", action="store_true", help="score only; skip the three-way timing")
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds (the modes interleaved); medians reported")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting for every scored crawl"
+    )
     parser.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's own)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
@@ -160,7 +163,8 @@ def main() -> None:
             for favor in args.favors.split(","):
                 for order in args.orders.split(","):
                     label = f"{order}, {favor}"
-                    feed, seconds, _, _ = crawl(start, workdir, f"score-{order}-{favor}", ORDERS[order] + FAVORS[favor])
+                    settings = [*ORDERS[order], *FAVORS[favor], *args.set]
+                    feed, seconds, _, _ = crawl(start, workdir, f"score-{order}-{favor}", settings)
                     results[label] = score(args.eval, feed, args.scorer)
                     score_times[label] = seconds
                     print(f"{label}: crawled and scored in {seconds:.1f} s", flush=True)
