@@ -1,7 +1,7 @@
 """Build the multilingual development corpus from the history of git/git-scm.com.
 
     python -m benchmarks.multilingual_corpus --repo GIT_DIR --out DIR [--languages ja,ko,...]
-                                             [--pages 260] [--until COMMIT]
+                                             [--pages 250] [--until COMMIT]
 
 GIT_DIR is a clone of github.com/git/git-scm.com (its gh-pages branch). That site commits
 its built content: the Pro Git book in some thirty languages (external/book/content/book/LANG/v2/)
