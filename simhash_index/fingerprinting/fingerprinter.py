@@ -12,7 +12,7 @@ from typing import cast
 
 import xxhash
 
-from ..text import languages as _languages_mod
+from ..text import languages
 from ..text import stopwords as _stopwords
 from ..text.extract import ExtractOptions, extract_text
 from ..text.frequencies import WORDLIST, check_languages, idf_table
@@ -126,7 +126,7 @@ class Fingerprinter:
         object.__setattr__(self, "_by_language", by_language)
         object.__setattr__(self, "_stop", _stopwords.ALL if by_language else _stop_words(self.stopwords))
         if by_language:
-            _languages_mod.scheme()  # fail now, naming the extra, when its libraries are missing
+            languages.scheme()  # fail now, naming the extra, when its libraries are missing
         object.__setattr__(self, "idf_languages", _languages(self.idf_languages))
         if self.weighting == "tfidf" and self.idf is None:
             check_languages(self._languages)  # fail now, not at the first page
@@ -170,7 +170,7 @@ class Fingerprinter:
         tokenizer = self.tokenizer if isinstance(self.tokenizer, str) else _callable_id(self.tokenizer)
         stop = _STOP_NAMES.get(self._stop) or _mapping_digest(dict.fromkeys(self._stop, 1))
         if self._by_language:
-            stop = f"language:{_languages_mod.scheme()}"
+            stop = f"language:{languages.scheme()}"
         idf = _mapping_digest(self.idf)
         if self.idf is None and self.weighting == "tfidf":
             idf = f"jieba+wordfreq-{WORDLIST}:{','.join(self._languages)}"
@@ -202,7 +202,7 @@ class Fingerprinter:
 
     def tokens(self, normalized_text: str) -> list[str]:
         """The words of a normalised text that become features: stop words out, numbers as set."""
-        stop = _languages_mod.stop_words(_languages_mod.identify(normalized_text)) if self._by_language else self._stop
+        stop = languages.stop_words(languages.identify(normalized_text)) if self._by_language else self._stop
         if self.numbers == "shape":
             normalized_text = number_shapes(normalized_text)
         if isinstance(self.tokenizer, str):
