@@ -98,9 +98,15 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def score(eval_dir: Path, feed: Path) -> dict:
+def score(eval_dir: Path, feed: Path, scorer: Path | None = None) -> dict:
+    """score.py's figures of a crawl: the corpus's own score.py unless `scorer` is given."""
+    files = [f"--{name}={eval_dir / name}.jsonl" for name in ("pages", "truth", "truth_gray")]
+    files[-1] = files[-1].replace("--truth_gray=", "--gray=")
     done = subprocess.run(
-        [sys.executable, str(eval_dir / "score.py"), str(feed), "--json"], capture_output=True, text=True, check=True
+        [sys.executable, str(scorer or eval_dir / "score.py"), str(feed), "--json", *files],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout)
 
@@ -111,7 +117,7 @@ def score_table(results: dict[str, dict]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for label, result in results.items():
-        for lang in ("en", "zh", "all"):
+        for lang in [*sorted(set(result) - {"all", "truth", "input"}), "all"]:
             r = result[lang]
             lines.append(
                 f"| {label} | {lang} | {r['pages']} | {r['dropped']} | {r['precision_strict']:.4f} | "
@@ -142,6 +148,10 @@ def main() -> None:
     )
     parser.add_argument("--no-timing", action="store_true", help="score only; skip the three-way timing")
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds (the modes interleaved); medians reported")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting for every scored crawl"
+    )
+    parser.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's own)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = parser.parse_args()
     if not (args.eval / "site" / "index.html").exists():
@@ -159,9 +169,9 @@ def main() -> None:
                 for favor in args.favors.split(","):
                     for order in args.orders.split(","):
                         label = f"{order}, {favor}" + ("" if radius is None else f", radius {radius}")
-                        name = f"score-{order}-{favor}-{radius}"
-                        feed, seconds, _, _ = crawl(start, workdir, name, ORDERS[order] + FAVORS[favor] + at)
-                        results[label] = score(args.eval, feed)
+                        settings = [*ORDERS[order], *FAVORS[favor], *args.set, *at]
+                        feed, seconds, _, _ = crawl(start, workdir, f"score-{order}-{favor}-{radius}", settings)
+                        results[label] = score(args.eval, feed, args.scorer)
                         score_times[label] = seconds
                         print(f"{label}: crawled and scored in {seconds:.1f} s", flush=True)
             sections.append(

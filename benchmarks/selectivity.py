@@ -1,7 +1,12 @@
 """Selectivity and accuracy of fingerprint settings on the evaluation corpus's extracted texts, side by side.
 
     python benchmarks/selectivity.py [--eval ../shared/eval] [--config 'LABEL;key=value;...' ...]
-                                     [--distance 3] [--min-similarity 0.88] [--shuffles 3]
+                                     [--distance 3[,4,...]] [--min-similarity 0.88] [--shuffles 3]
+                                     [--scorer ../shared/eval/score.py]
+
+--eval may be any corpus in ../shared/eval's format (the multilingual one that
+benchmarks/multilingual_corpus.py builds, say); every language of its pages.jsonl is reported,
+and its score.py, or --scorer, scores it.
 
 Each --config is a label and Fingerprinter keyword arguments (values as Python literals, else
 strings), e.g. --config 'tf+stop;stopwords=True;tf_power=1.0'. Without --config: the defaults
@@ -50,7 +55,7 @@ from simhash_index.fingerprinting.sketch import similarity as sketch_similarity
 from simhash_index.text.tokens import shingles
 
 REPO = Path(__file__).resolve().parent.parent
-LANGS = ("en", "zh")
+SCORER = REPO.parent / "shared" / "eval" / "score.py"
 UNRELATED = 0.5  # a collision of texts sharing less than half their shingles: not a version of the same page
 PREVIOUS = "previous defaults;stopwords=False;tf_power=1.33;numbers='split'"
 DEFAULT_CONFIGS = [PREVIOUS, "defaults"]
@@ -65,6 +70,10 @@ class Corpus:
     gray: list[dict[str, Any]]
     scorer: ModuleType
 
+    @property
+    def languages(self) -> list[str]:
+        return sorted(set(self.langs))
+
 
 @dataclasses.dataclass(frozen=True)
 class Page:
@@ -76,23 +85,24 @@ class Page:
     sketch: bytes | None
 
 
-def load_corpus(directory: Path) -> Corpus:
-    """The corpus's pages, extracted texts, truth and scorer."""
+def load_corpus(directory: Path, scorer: Path | None = None) -> Corpus:
+    """The corpus's pages, extracted texts, truth and scorer (its own score.py unless given)."""
     pages = _jsonl(directory / "pages.jsonl")
     with gzip.open(directory / "extracted_text.jsonl.gz", "rt", encoding="utf-8") as lines:
         texts = {row["path"]: row.get("text") or "" for row in map(json.loads, lines)}
-    spec = importlib.util.spec_from_file_location("eval_score", directory / "score.py")
+    scorer = scorer or (directory / "score.py" if (directory / "score.py").is_file() else SCORER)
+    spec = importlib.util.spec_from_file_location("eval_score", scorer)
     if spec is None or spec.loader is None:
-        raise SystemExit(f"--eval {directory}: cannot load score.py")
-    scorer = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(scorer)
+        raise SystemExit(f"--scorer {scorer}: cannot load it")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return Corpus(
         [p["path"] for p in pages],
         [p["lang"] for p in pages],
         [texts.get(p["path"], "") for p in pages],
         _jsonl(directory / "truth.jsonl"),
         _jsonl(directory / "truth_gray.jsonl"),
-        scorer,
+        module,
     )
 
 
@@ -263,14 +273,14 @@ def accuracy(
 ) -> dict[str, dict[str, float]]:
     """Per language: the worst recall, strict precision and precision over the orders, and harmful drops."""
     worst: dict[str, dict[str, float]] = {
-        lang: {"recall": 1.0, "strict": 1.0, "precision": 1.0, "harmful": 0} for lang in LANGS
+        lang: {"recall": 1.0, "strict": 1.0, "precision": 1.0, "harmful": 0} for lang in corpus.languages
     }
     all_paths = set(corpus.paths)
     for order in orders(len(pages), shuffles).values():
         kept = {corpus.paths[i] for i in dedup(pages, order, distance, min_similarity)}
         pages_json = [{"path": p, "lang": lang} for p, lang in zip(corpus.paths, corpus.langs)]
         result = corpus.scorer.score(pages_json, corpus.truth, corpus.gray, kept, all_paths, 0.9)
-        for lang in LANGS:
+        for lang in corpus.languages:
             r, w = result[lang], worst[lang]
             w["recall"] = min(w["recall"], r["recall"])
             w["strict"] = min(w["strict"], r["precision_strict"])
@@ -283,7 +293,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
     parser.add_argument("--config", action="append", help="'LABEL;key=value;...' Fingerprinter settings (repeatable)")
-    parser.add_argument("--distance", type=int, default=3, help="Hamming distance of a lookup")
+    parser.add_argument("--distance", default="3", help="Hamming distance of a lookup; several: 3,4,5")
+    parser.add_argument(
+        "--scorer", type=Path, help="score.py to score with (default: the corpus's, else ../shared/eval's)"
+    )
     parser.add_argument("--min-similarity", type=float, default=0.88, help="sketch estimate needed to drop")
     parser.add_argument(
         "--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order"
@@ -297,19 +310,21 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.eval / "truth.jsonl").is_file():
         sys.exit(f"--eval {args.eval}: no truth.jsonl there; point it at the evaluation corpus")
-    corpus = load_corpus(args.eval)
+    corpus = load_corpus(args.eval, args.scorer)
+    distances = [int(d) for d in args.distance.split(",")]
     configs = [parse_config(spec) for spec in (args.config or DEFAULT_CONFIGS)]
 
     select_rows, accuracy_rows = [], []
     for label, kwargs in configs:
         fingerprinter = Fingerprinter(**kwargs)
         pages = fingerprint_pages(fingerprinter, corpus.texts)
-        for lang in LANGS:
-            s = selectivity(corpus, pages, lang, args.distance, args.raw_texts)
+        for distance, lang in ((d, lang) for d in distances for lang in corpus.languages):
+            s = selectivity(corpus, pages, lang, distance, args.raw_texts)
             select_rows.append(
                 [
                     label,
                     lang,
+                    f"{distance}",
                     f"{s['texts']}",
                     f"{s['pairs']}",
                     f"{s['collisions']}",
@@ -323,14 +338,17 @@ def main() -> None:
                 ]
             )
         if not args.no_accuracy:
-            for verify, threshold in (("on", args.min_similarity), ("off", None)):
-                worst = accuracy(corpus, pages, args.distance, threshold, args.shuffles)
-                for lang in LANGS:
+            for distance, (verify, threshold) in (
+                (d, v) for d in distances for v in (("on", args.min_similarity), ("off", None))
+            ):
+                worst = accuracy(corpus, pages, distance, threshold, args.shuffles)
+                for lang in corpus.languages:
                     w = worst[lang]
                     accuracy_rows.append(
                         [
                             label,
                             lang,
+                            f"{distance}",
                             verify,
                             f"{w['strict']:.4f}",
                             f"{w['precision']:.4f}",
@@ -340,14 +358,15 @@ def main() -> None:
                     )
         print(f"{label}: {fingerprinter.scheme}", file=sys.stderr, flush=True)
 
-    print(f"\nSelectivity at distance {args.distance} (distinct texts):\n")
+    print("\nSelectivity (distinct texts):\n")
     print(
         _table(
             [
                 "config",
                 "lang",
+                "distance",
                 "texts",
-                f"pairs <= {args.distance}",
+                "pairs within",
                 "collisions (< 0.8)",
                 "collision share",
                 f"unrelated (< {UNRELATED})",
@@ -364,7 +383,16 @@ def main() -> None:
         print(f"\nOffline dedup, worst of {2 + args.shuffles} orders (min_similarity {args.min_similarity}):\n")
         print(
             _table(
-                ["config", "lang", "verification", "strict precision", "precision", "recall", "harmful (max)"],
+                [
+                    "config",
+                    "lang",
+                    "distance",
+                    "verification",
+                    "strict precision",
+                    "precision",
+                    "recall",
+                    "harmful (max)",
+                ],
                 accuracy_rows,
             )
         )

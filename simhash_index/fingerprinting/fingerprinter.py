@@ -12,6 +12,7 @@ from typing import cast
 
 import xxhash
 
+from ..text import languages
 from ..text import stopwords as _stopwords
 from ..text.extract import ExtractOptions, extract_text
 from ..text.frequencies import WORDLIST, check_languages, idf_table
@@ -28,6 +29,7 @@ NORMALIZATIONS = ("NFKC", "NFC", "NFKD", "NFD", None)
 # tf ** 0.5 (Lucene's classic TF) with stop words: the most frequent words no longer decide
 # the bits, so unrelated pages stop colliding (docs/accuracy.md has the measurements).
 DEFAULT_TF_POWER = 0.5
+LANGUAGE = "language"  # stopwords: the built-in lists and those of each text's language
 
 
 class NoFeaturesError(ValueError):
@@ -80,7 +82,8 @@ class Fingerprinter:
     normalization: Unicode form applied first (None to skip); casefold: fold case.
     tokenizer: "auto" (jieba where there is Chinese), "jieba", "words", "bigrams", or a callable.
     stopwords: True for the built-in English and Chinese lists, "english" or "chinese" for one
-      of them, False, or your own collection of words.
+      of them, "language" for those and the stop words of each text's identified language
+      (text.languages; needs the `languages` extra), False, or your own collection of words.
     numbers: "shape" (a dot or comma between digits joins them, and every digit counts as 0:
       1.7.4 and 2.0.1 are one feature, so a version or date bump does not move the fingerprint),
       "keep" (joined, digits kept), "split" (split at dots and commas, digits kept: before 0.2)
@@ -115,10 +118,15 @@ class Fingerprinter:
     idf_languages: str | Collection[str] = ("en",)
     top_k: int | None = None
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
+    _by_language: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check()
-        object.__setattr__(self, "_stop", _stop_words(self.stopwords))
+        by_language = isinstance(self.stopwords, str) and self.stopwords.strip().lower() == LANGUAGE
+        object.__setattr__(self, "_by_language", by_language)
+        object.__setattr__(self, "_stop", _stopwords.ALL if by_language else _stop_words(self.stopwords))
+        if by_language:
+            languages.scheme()  # fail now, naming the extra, when its libraries are missing
         object.__setattr__(self, "idf_languages", _languages(self.idf_languages))
         if self.weighting == "tfidf" and self.idf is None:
             check_languages(self._languages)  # fail now, not at the first page
@@ -161,6 +169,8 @@ class Fingerprinter:
         """Everything that makes fingerprints comparable, as one string the index records."""
         tokenizer = self.tokenizer if isinstance(self.tokenizer, str) else _callable_id(self.tokenizer)
         stop = _STOP_NAMES.get(self._stop) or _mapping_digest(dict.fromkeys(self._stop, 1))
+        if self._by_language:
+            stop = f"language:{languages.scheme()}"
         idf = _mapping_digest(self.idf)
         if self.idf is None and self.weighting == "tfidf":
             idf = f"jieba+wordfreq-{WORDLIST}:{','.join(self._languages)}"
@@ -192,13 +202,13 @@ class Fingerprinter:
 
     def tokens(self, normalized_text: str) -> list[str]:
         """The words of a normalised text that become features: stop words out, numbers as set."""
+        stop = languages.stop_words(languages.identify(normalized_text)) if self._by_language else self._stop
         if self.numbers == "shape":
             normalized_text = number_shapes(normalized_text)
         if isinstance(self.tokenizer, str):
             words = TOKENIZERS[self.tokenizer](normalized_text, join_numbers=self.numbers != "split")
         else:
             words = self.tokenizer(normalized_text)
-        stop = self._stop
         if self.numbers == "drop":
             return [t for t in words if t not in stop and not is_number(t)]
         return [t for t in words if t not in stop] if stop else list(words)
