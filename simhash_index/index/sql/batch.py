@@ -20,7 +20,7 @@ from ...errors import IndexUnavailableError
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
-from ..records import Match, Policy, StoredPage, key_hash, to_signed
+from ..records import Match, Policy, StoredPage, key_hash, to_signed, to_unsigned
 from .engine import WRITERS_LOCK, advisory_lock_keys
 from .layouts import Layout
 from .statements import (
@@ -186,14 +186,24 @@ def near_pages(
     hits = stored[near.any(axis=0)]
     if not len(hits):
         return found
-    where, parameters = layout.rows_with_fingerprints(hits.tolist())
-    by_fingerprint: dict[int | None, list[StoredPage]] = {}
-    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters):
-        page = row_page(row, dialect)
-        by_fingerprint.setdefault(page.signature.simhash, []).append(page)
+    by_fingerprint = pages_by_fingerprint(conn, layout, hits.tolist())
     for query in np.flatnonzero(near.any(axis=1)):
         pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
         found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)
+    return found
+
+
+def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[int]) -> dict[int, list[StoredPage]]:
+    """The stored pages with these fingerprints, by fingerprint (one statement)."""
+    found: dict[int, list[StoredPage]] = {}
+    if not fingerprints:
+        return found
+    dialect = conn.dialect.name
+    where, parameters = layout.rows_with_fingerprints(fingerprints, dialect)
+    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters):
+        page = row_page(row, dialect)
+        if page.signature.simhash is not None:
+            found.setdefault(page.signature.simhash, []).append(page)
     return found
 
 
@@ -208,9 +218,12 @@ def _near_postgres(
     for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
     batch = layout.near_batch([fp for _, fp in wanted], max_distance)
     if batch is not None:
-        rows = fetch(conn, *batch)
-        for n, *row in rows:
-            found[wanted[n - 1][0]].append(row_page((row[0], row[1], row[2], 0, row[3], row[4], row[5]), "postgresql"))
+        hits = [(n, to_unsigned(fingerprint)) for n, fingerprint in fetch(conn, *batch)]
+        by_fingerprint = pages_by_fingerprint(conn, layout, sorted({fp for _, fp in hits}))
+        for n, fingerprint in hits:
+            found[wanted[n - 1][0]] += by_fingerprint.get(fingerprint, [])
+        for pages in found:
+            pages.sort(key=lambda page: page.order)
         return found
     raw = conn.connection.dbapi_connection
     if raw is None:

@@ -145,11 +145,14 @@ class Layout:
         matched only by their text are found too; the rule leaves them out.)"""
         return _union_of_probes("fingerprint", self._probed(fingerprints, radius))
 
-    def rows_with_fingerprints(self, fingerprints: Sequence[int]) -> tuple[str, tuple[object, ...]]:
-        """SQLite: a WHERE clause for the rows whose fingerprint is one of these (found through
-        the first block's index, or the low half's), and its parameters."""
+    def rows_with_fingerprints(self, fingerprints: Sequence[int], dialect: str) -> tuple[str, tuple[object, ...]]:
+        """A WHERE clause for the rows whose fingerprint is one of these (found through the
+        first block's index, or the low half's), and its parameters."""
         column, probes = self._probed(fingerprints, 0)[0]  # radius 0: each fingerprint's own first part
         signed = sorted({to_signed(fp) for fp in fingerprints})
+        if dialect == "postgresql":
+            cast = "int" if self.name == "blocks" else "bigint"
+            return f"{column} = ANY(%s::{cast}[]) AND fingerprint = ANY(%s::bigint[])", (_array(probes), _array(signed))
         where = f"{_in_list(column, len(probes))} AND fingerprint IN ({', '.join(['?'] * len(signed))})"
         return where, (*_in_values(probes), *signed)
 
@@ -168,11 +171,11 @@ class Layout:
         return statement, (*(_array(values) for _, values in probed), to_signed(fingerprint), radius)
 
     def near_batch(self, fingerprints: Sequence[int], radius: int) -> tuple[str, tuple[object, ...]] | None:
-        """PostgreSQL, blocks layout: the near rows of many fingerprints in one statement, each
-        row with the (1-based) position of its query, and its parameters: each probe a row of
-        (query's fingerprint, block value, position) joined to its block's index, where the
-        distance is checked before a row is read. None for halves (a statement a fingerprint,
-        pipelined)."""
+        """PostgreSQL, blocks layout: one statement finding the near fingerprints of many, as
+        (1-based position of the query, fingerprint), and its parameters: each probe a row of
+        (query's fingerprint, block value, position) looked up in its block's covering index,
+        where the distance is checked without reading a row. None for halves (a statement a
+        fingerprint, pipelined)."""
         if self.name != "blocks":
             return None
         lookups, parameters = [], []
@@ -185,17 +188,13 @@ class Layout:
             if not rows:
                 continue
             lookups.append(
-                "SELECT q.n, c.id FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS q(fp, v, n) CROSS JOIN LATERAL "
-                f"(SELECT id FROM simhash_documents WHERE {column} = q.v "
+                "SELECT q.n, c.fingerprint FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS q(fp, v, n) "
+                f"CROSS JOIN LATERAL (SELECT fingerprint FROM simhash_documents WHERE {column} = q.v "
                 "AND bit_count((fingerprint # q.fp)::bit(64)) <= %s OFFSET 0) AS c"
             )
             fps, values, positions = zip(*rows)
             parameters += [_array(list(fps)), _array(list(values)), _array(list(positions)), radius]
-        statement = (
-            "SELECT h.n, d.id, d.key, d.fingerprint, d.text_hash, d.sketch, d.stored_at "
-            f"FROM ({' UNION '.join(lookups)}) AS h JOIN simhash_documents d ON d.id = h.id"
-        )
-        return statement, tuple(parameters)
+        return " UNION ".join(lookups), tuple(parameters)
 
 
 _LONG_LIST = 500  # values in an SQLite IN list past which they travel as one JSON parameter
