@@ -146,15 +146,21 @@ class Layout:
         return _union_of_probes("fingerprint", self._probed(fingerprints, radius))
 
     def rows_with_fingerprints(self, fingerprints: Sequence[int], dialect: str) -> tuple[str, tuple[object, ...]]:
-        """A WHERE clause for the rows whose fingerprint is one of these (found through the
-        first block's index, or the low half's), and its parameters."""
-        column, probes = self._probed(fingerprints, 0)[0]  # radius 0: each fingerprint's own first part
-        signed = sorted({to_signed(fp) for fp in fingerprints})
+        """A WHERE clause for the rows whose fingerprint is one of these, and its parameters: each
+        (first block or low half, fingerprint) pair one seek in the first lookup index (two IN
+        lists would search every pair of the two lists)."""
+        column = self.lookup_columns[0]
+        pairs = sorted({(self.probes(fp, 0)[0][0], to_signed(fp)) for fp in fingerprints})  # radius 0: its own value
         if dialect == "postgresql":
             cast = "int" if self.name == "blocks" else "bigint"
-            return f"{column} = ANY(%s::{cast}[]) AND fingerprint = ANY(%s::bigint[])", (_array(probes), _array(signed))
-        where = f"{_in_list(column, len(probes))} AND fingerprint IN ({', '.join(['?'] * len(signed))})"
-        return where, (*_in_values(probes), *signed)
+            firsts, signed = zip(*pairs)
+            where = f"({column}, fingerprint) IN (SELECT * FROM unnest(%s::{cast}[], %s::bigint[]))"
+            return where, (_array(list(firsts)), _array(list(signed)))
+        where = (
+            f"({column}, fingerprint) IN "
+            "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+        )
+        return where, ("[" + ",".join(f"[{first},{fp}]" for first, fp in pairs) + "]",)
 
     def near(self, fingerprint: int, radius: int) -> tuple[str, tuple[object, ...]]:
         """PostgreSQL, one statement: the near rows within `radius` (bit_count needs PostgreSQL
