@@ -28,7 +28,7 @@ def nested(depth: int) -> str:
 @pytest.fixture
 def pipeline(db_url: str):
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0})  # see make_pipeline
-    crawler.stats.open_spider()
+    crawler.stats.open_spider(None)  # the argument: Scrapy < 2.14 requires it
     p = SimhashDedupPipeline.from_crawler(crawler)
     p.start()
     yield p

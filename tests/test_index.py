@@ -6,10 +6,10 @@ import random
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import redis
-from conftest import delete_redis_keys, without_layout
+from conftest import delete_redis_keys, driver, without_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -32,6 +32,9 @@ from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE
 from simhash_index.index.sql.layouts import HALF_KEYS, half_probes
 from simhash_index.index.sql.statements import fetch
+
+if TYPE_CHECKING:
+    import redis
 
 TOP = 1 << 63
 
@@ -70,7 +73,7 @@ def execute(url: str, statement: str) -> None:
 def redis_client(url: str) -> tuple[redis.Redis, str]:
     """A client of a Redis test URL, and the URL's key prefix."""
     connect_to, prefix = split_url(url)
-    return redis.Redis.from_url(connect_to), prefix
+    return driver("redis", "redis").Redis.from_url(connect_to), prefix
 
 
 def empty(url: str) -> None:

@@ -23,7 +23,7 @@ def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
     """A started pipeline; extraction in threads unless SIMHASH_WORKERS is given (worker
     processes run the same function: test_worker_processes_decide_as_threads do)."""
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
-    crawler.stats.open_spider()
+    crawler.stats.open_spider(None)  # the argument: Scrapy < 2.14 requires it
     pipeline = SimhashDedupPipeline.from_crawler(crawler)
     pipeline.start()
     return pipeline

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import parsers
@@ -55,6 +58,13 @@ def looks_binary(html: str) -> bool:
     return controls > len(head) // 20
 
 
+@functools.cache
+def _fast_argument(extract: Callable[..., str | None]) -> str:
+    """trafilatura's name for skipping the fallback extractors: `fast` from 2.0, `no_fallback`
+    before (trafilatura 1.x takes `fast=` too, and ignores it)."""
+    return "fast" if "fast" in inspect.signature(extract).parameters else "no_fallback"
+
+
 def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) -> str | None:
     """The main text of a page, or None when it has none.
 
@@ -77,7 +87,7 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
             favor_recall=options.favor == "recall",
             include_comments=options.include_comments,
             include_tables=options.include_tables,
-            fast=options.fast,
+            **{_fast_argument(trafilatura.extract): options.fast},
         )
     except (RecursionError, ValueError, TypeError, MemoryError) as exc:
         raise ExtractionError(f"trafilatura failed: {type(exc).__name__}: {str(exc)[:200]}") from exc

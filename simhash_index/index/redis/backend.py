@@ -22,6 +22,7 @@ from ...errors import (
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
+    install_extra,
 )
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
@@ -44,7 +45,7 @@ try:
     import redis
 except ImportError as missing:
     raise MissingDependencyError(
-        "Redis indexes need the redis package: pip install 'simhash-index[redis]'"
+        f"Redis indexes need the redis package: {install_extra('redis')}"
     ) from missing
 
 SCHEMES = ("redis://", "rediss://")
