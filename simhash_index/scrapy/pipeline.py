@@ -45,7 +45,7 @@ from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
 from .settings import PipelineSettings
 from .stats import Outcomes
-from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, in_thread
+from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, in_thread, on_next_turn
 
 T = TypeVar("T")
 PROBE_EVERY_S = 1.0
@@ -159,9 +159,7 @@ class SimhashDedupPipeline:
         reason is "shutdown"): there the spider is closed instead as soon as the engine runs."""
         if AWAITS_PIPELINE_COROUTINES:
             raise CloseSpider(reason) from None
-        from twisted.internet import reactor
-
-        reactor.callLater(0, close_spider, self.crawler, reason)
+        on_next_turn(close_spider, self.crawler, reason)
 
     def start(self) -> None:
         """Open the index, start the worker processes and the writer (blocking)."""
@@ -411,7 +409,9 @@ class SimhashDedupPipeline:
             return
         self._warned.add("no_index")
         if self.settings.on_db_error == "stop":
-            logger.error("simhash: an item came before the index was opened (open_spider did not run); stopping the crawl")
+            logger.error(
+                "simhash: an item came before the index was opened (open_spider did not run); stopping the crawl"
+            )
             close_spider(self.crawler, INDEX_UNAVAILABLE)
         else:
             logger.error(

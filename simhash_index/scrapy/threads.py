@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
@@ -48,3 +49,10 @@ def awaitable(future: Future[T]) -> Awaitable[T]:
 
     future.add_done_callback(done)
     return maybe_deferred_to_future(deferred)
+
+
+def on_next_turn(function: Callable[..., object], *args: Any) -> None:
+    """Call `function` on the reactor's next turn."""
+    from twisted.internet import reactor
+
+    deferLater(reactor, 0, function, *args)

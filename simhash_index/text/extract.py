@@ -7,6 +7,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from . import parsers
 
@@ -80,6 +81,7 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
     import trafilatura  # heavy import, paid once on first use
 
     parsers.install()  # one lxml parser per thread: a shared one corrupts the heap (parsers.py)
+    skip_fallbacks: dict[str, Any] = {_fast_argument(trafilatura.extract): options.fast}
     try:
         text = trafilatura.extract(
             html,
@@ -87,7 +89,7 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
             favor_recall=options.favor == "recall",
             include_comments=options.include_comments,
             include_tables=options.include_tables,
-            **{_fast_argument(trafilatura.extract): options.fast},
+            **skip_fallbacks,
         )
     except (RecursionError, ValueError, TypeError, MemoryError) as exc:
         raise ExtractionError(f"trafilatura failed: {type(exc).__name__}: {str(exc)[:200]}") from exc

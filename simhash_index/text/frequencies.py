@@ -95,9 +95,7 @@ def require_wordfreq() -> ModuleType:
     try:
         import wordfreq
     except ImportError:
-        raise ImportError(
-            f"weighting='tfidf' without an idf table needs wordfreq: {install_extra('tfidf')}"
-        ) from None
+        raise ImportError(f"weighting='tfidf' without an idf table needs wordfreq: {install_extra('tfidf')}") from None
     return wordfreq
 
 

@@ -44,9 +44,7 @@ from .codec import (
 try:
     import redis
 except ImportError as missing:
-    raise MissingDependencyError(
-        f"Redis indexes need the redis package: {install_extra('redis')}"
-    ) from missing
+    raise MissingDependencyError(f"Redis indexes need the redis package: {install_extra('redis')}") from missing
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches
