@@ -12,6 +12,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
+import scrapy
+from scrapy.crawler import Crawler
 from sites import build_site, serve
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
@@ -28,12 +30,20 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 def pytest_configure(config: pytest.Config) -> None:
     """Scrapy before 2.14 makes a test crawler (scrapy.utils.test.get_crawler) only once a reactor
     is installed; later ones need none."""
-    import scrapy
-
     if scrapy.version_info < (2, 14):
         from scrapy.utils.reactor import install_reactor
 
         install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
+
+def open_stats(crawler: Crawler) -> None:
+    """Open a test crawler's stats, as its engine would: Scrapy < 2.14 takes the spider (there is
+    none here), later ones deprecate the argument."""
+    assert crawler.stats is not None
+    if scrapy.version_info < (2, 14):
+        crawler.stats.open_spider(None)
+    else:
+        crawler.stats.open_spider()
 
 
 def driver(name: str, extra: str) -> ModuleType:

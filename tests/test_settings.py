@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import open_stats
 from crawling import REPO, crawl
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
@@ -24,7 +25,7 @@ EDITED_HTML = page("Story", edit_words(ARTICLE, 3, 12))  # a near-duplicate: sim
 
 def started(db_url: str, **settings: object) -> SimhashDedupPipeline:
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
-    crawler.stats.open_spider(None)  # the argument: Scrapy < 2.14 requires it
+    open_stats(crawler)
     pipeline = SimhashDedupPipeline.from_crawler(crawler)
     pipeline.start()
     return pipeline
