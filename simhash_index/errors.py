@@ -27,3 +27,8 @@ class LayoutMismatchError(SimhashIndexError):
 
 class MissingDependencyError(IndexUnavailableError, ImportError):
     """The database's driver is not installed: the message names the extra to install."""
+
+
+def install_extra(extra: str) -> str:
+    """How to install an extra. The package is not on PyPI: it installs from a clone."""
+    return f"pip install '/path/to/simhash-index[{extra}]' (your clone's path; '.[{extra}]' from inside it)"

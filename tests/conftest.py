@@ -2,22 +2,60 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
-import redis
+import scrapy
+from scrapy.crawler import Crawler
 from sites import build_site, serve
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
+
+if TYPE_CHECKING:
+    import redis
 
 POSTGRES_ENV = "SIMHASH_TEST_POSTGRES_URL"
 REQUIRE_ENV = "SIMHASH_REQUIRE_POSTGRES"  # set by .ci/run: a skipped PostgreSQL or Redis test is a failure
 REDIS_ENV = "SIMHASH_TEST_REDIS_URL"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Scrapy before 2.14 makes a test crawler (scrapy.utils.test.get_crawler) only once a reactor
+    is installed; later ones need none."""
+    if scrapy.version_info < (2, 14):
+        from scrapy.utils.reactor import install_reactor
+
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+
+
+def open_stats(crawler: Crawler) -> None:
+    """Open a test crawler's stats, as its engine would: Scrapy < 2.14 takes the spider (there is
+    none here), later ones deprecate the argument."""
+    assert crawler.stats is not None
+    if scrapy.version_info < (2, 14):
+        crawler.stats.open_spider(None)
+    else:
+        crawler.stats.open_spider()
+
+
+def driver(name: str, extra: str) -> ModuleType:
+    """An optional database driver: skips the test (or the module, at import) when it is not
+    installed, and fails under SIMHASH_REQUIRE_POSTGRES, where CI installs every extra."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        message = f"{exc}: install the {extra} extra to run these tests (pip install '.[{extra}]' in the clone)"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(message)
+        pytest.skip(message, allow_module_level=True)
 
 
 def _postgres_base() -> str:
@@ -41,6 +79,7 @@ def _postgres_unusable(base: URL, exc: Exception) -> None:
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
     base = make_url(_postgres_base()).set(drivername="postgresql+psycopg")
+    driver("psycopg", "postgres")
     schema = f"simhash_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(base, isolation_level="AUTOCOMMIT")
     try:
@@ -64,11 +103,12 @@ def sqlite_url(tmp_path: Path) -> str:
 
 def redis_server() -> redis.Redis:
     """A client of the test Redis server; skips the test (fails under CI) when it is not usable."""
+    driven = driver("redis", "redis")
     base = os.environ.get(REDIS_ENV, DEFAULT_REDIS)
-    client = redis.Redis.from_url(base, socket_connect_timeout=5)
+    client = driven.Redis.from_url(base, socket_connect_timeout=5)
     try:
         client.ping()
-    except redis.RedisError as exc:
+    except driven.RedisError as exc:
         client.close()
         message = f"Redis at {base} is not usable ({exc}): start one, or set {REDIS_ENV}"
         if os.environ.get(REQUIRE_ENV):
@@ -156,6 +196,7 @@ def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ca
             client.close()
         return
     base = make_url(_postgres_base()).set(drivername="postgresql+psycopg")
+    driver("psycopg", "postgres")
     admin = create_engine(base, isolation_level="AUTOCOMMIT")
     schemas: list[str] = []
 

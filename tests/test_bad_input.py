@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import open_stats
 from crawling import REPO, crawl, user_project
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
@@ -28,7 +29,7 @@ def nested(depth: int) -> str:
 @pytest.fixture
 def pipeline(db_url: str):
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0})  # see make_pipeline
-    crawler.stats.open_spider()
+    open_stats(crawler)
     p = SimhashDedupPipeline.from_crawler(crawler)
     p.start()
     yield p

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 CASES = [
-    ("psycopg", "postgresql://user@127.0.0.1:1/nowhere", "simhash-index[postgres]"),
-    ("redis", "redis://127.0.0.1:1/0", "simhash-index[redis]"),
+    ("psycopg", "postgresql://user@127.0.0.1:1/nowhere", "pip install '/path/to/simhash-index[postgres]'"),
+    ("redis", "redis://127.0.0.1:1/0", "pip install '/path/to/simhash-index[redis]'"),
 ]
 
 

@@ -6,10 +6,10 @@ import random
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import redis
-from conftest import delete_redis_keys, without_layout
+from conftest import delete_redis_keys, driver, without_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -29,10 +29,12 @@ from simhash_index import (
 from simhash_index.fingerprinting.simhash import to_unsigned
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.index.probes import MAX_HALVES_RADIUS
-from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE
 from simhash_index.index.sql.layouts import HALF_KEYS, Layout
 from simhash_index.index.sql.statements import fetch
+
+if TYPE_CHECKING:
+    import redis
 
 TOP = 1 << 63
 
@@ -70,8 +72,11 @@ def execute(url: str, statement: str) -> None:
 
 def redis_client(url: str) -> tuple[redis.Redis, str]:
     """A client of a Redis test URL, and the URL's key prefix."""
+    driven = driver("redis", "redis")
+    from simhash_index.index.redis.backend import split_url  # needs the redis package
+
     connect_to, prefix = split_url(url)
-    return redis.Redis.from_url(connect_to), prefix
+    return driven.Redis.from_url(connect_to), prefix
 
 
 def empty(url: str) -> None:
@@ -403,6 +408,8 @@ def test_unreachable_database():
     ],
 )
 def test_error_messages_hide_the_password(url, password):
+    if url.startswith("postgresql://"):
+        driver("psycopg", "postgres")  # without it the error is the missing driver, which names no database
     with pytest.raises(IndexUnavailableError) as info:
         SimhashIndex(url)
     message = str(info.value)

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 import scrapy
+from conftest import open_stats
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 from sites import english_article, page
@@ -23,7 +24,7 @@ def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
     """A started pipeline; extraction in threads unless SIMHASH_WORKERS is given (worker
     processes run the same function: test_worker_processes_decide_as_threads do)."""
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
-    crawler.stats.open_spider()
+    open_stats(crawler)
     pipeline = SimhashDedupPipeline.from_crawler(crawler)
     pipeline.start()
     return pipeline

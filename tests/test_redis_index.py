@@ -18,15 +18,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-import redis
 from click.testing import CliRunner
-from conftest import REQUIRE_ENV, redis_prefix_url, redis_server
+from conftest import REQUIRE_ENV, driver, redis_prefix_url, redis_server
 
 from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, hamming
 from simhash_index.cli.commands import cli
 from simhash_index.fingerprinting.sketch import minhash
-from simhash_index.index.redis.backend import RedisIndex, split_url
 from simhash_index.urls import masked as masked_url
+
+redis = driver("redis", "redis")
+
+from simhash_index.index.redis.backend import RedisIndex, split_url  # noqa: E402 - needs the redis package
 
 
 @pytest.fixture

@@ -68,3 +68,39 @@ def test_readme_dropped_pages_extension(tmp_path: Path, sqlite_url: str) -> None
     kept = result.kept[0]["url"]
     assert sorted(r["url"] for r in records) == sorted(f"{base}/{p}" for p in cluster if f"{base}/{p}" != kept)
     assert all(r["duplicate_of"] == kept and (r["similarity"] is None or r["similarity"] >= 0.88) for r in records)
+
+
+NEVER_OPENED = """
+from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+
+
+class NeverOpened(SimhashDedupPipeline):
+    def open_spider(self, spider=None):  # as on a Scrapy that never ran it
+        return None
+"""
+
+
+@pytest.mark.parametrize("on_db_error", ["stop", "pass"])
+def test_a_pipeline_whose_index_never_opened_does_not_pass_for_a_success(
+    tmp_path: Path, sqlite_url: str, on_db_error: str
+) -> None:
+    root = tmp_path / "site"
+    info = build_site(root)
+    cluster = info["clusters"][0]
+    settings = (
+        'ITEM_PIPELINES = {"myproject.pipelines.NeverOpened": 300}\n'
+        'COMMANDS_MODULE = "simhash_index.scrapy.commands"\n'
+        f'SIMHASH_ON_DB_ERROR = "{on_db_error}"\n'
+    )
+    with serve(root) as base:
+        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), settings)
+        (project / "myproject" / "pipelines.py").write_text(NEVER_OPENED, encoding="utf-8")
+        result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "an item came before the index was opened" in errors[0], errors
+    if on_db_error == "stop":
+        assert result.returncode == 1, result.log[-2000:]
+        assert "'finish_reason': 'simhash_index_unavailable'" in result.log
+    else:
+        assert result.returncode == 0, result.log[-2000:]
+        assert "NOTHING IS DEDUPLICATED" in errors[0] and len(result.kept) == len(cluster)

@@ -52,7 +52,7 @@ from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
 from .settings import PipelineSettings, enabled
 from .stats import Outcomes
-from .threads import awaitable, in_thread
+from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, in_thread, on_next_turn
 
 T = TypeVar("T")
 PROBE_EVERY_S = 1.0
@@ -117,10 +117,18 @@ class SimhashDedupPipeline:
 
     # -- lifecycle ----------------------------------------------------------------
 
-    async def open_spider(self, spider: Any = None) -> None:
+    def open_spider(self, spider: Any = None) -> Awaitable[None]:
         """Opens the index and starts the workers, off the reactor; when either fails the
         spider closes before fetching anything (`crawl` from simhash_index.scrapy.commands
-        then exits with status 1)."""
+        then exits with status 1). Awaitable, in the form the running Scrapy takes."""
+        return for_scrapy(self._open())
+
+    def close_spider(self, spider: Any = None) -> Awaitable[None]:
+        """Decides what is queued, logs the summary, then stops the writer, the workers and the
+        index. Awaitable, in the form the running Scrapy takes."""
+        return for_scrapy(self._close())
+
+    async def _open(self) -> None:
         self._threads = ThreadPool(minthreads=0, maxthreads=self.settings.workers + 2, name="simhash")
         self._threads.start()
         try:
@@ -135,18 +143,28 @@ class SimhashDedupPipeline:
             else:
                 message = one_line(exc)
             logger.error("simhash: cannot open the index, stopping the crawl: %s", safe(message, 2000))
-            await self.close_spider()
-            raise CloseSpider(INDEX_UNAVAILABLE) from None
+            await self._close()
+            self._cannot_start(INDEX_UNAVAILABLE)
+            return
         except WorkerStartError as exc:
             logger.error("simhash: %s; stopping the crawl", safe(exc, 2000))
-            await self.close_spider()
-            raise CloseSpider(WORKERS_UNAVAILABLE) from None
+            await self._close()
+            self._cannot_start(WORKERS_UNAVAILABLE)
+            return
         logger.info(
             "simhash: index %r holds %d pages; %s",
             self.index,
             self._stored_at_start,
             f"{self.settings.workers} worker processes" if self.pool else "extraction in threads (SIMHASH_WORKERS=0)",
         )
+
+    def _cannot_start(self, reason: str) -> None:
+        """Stop the crawl before it fetches anything: CloseSpider from open_spider. Scrapy < 2.14
+        takes that for a failed start (its CoreStats then fails with a traceback, and the finish
+        reason is "shutdown"): there the spider is closed instead as soon as the engine runs."""
+        if AWAITS_PIPELINE_COROUTINES:
+            raise CloseSpider(reason) from None
+        on_next_turn(close_spider, self.crawler, reason)
 
     def start(self) -> None:
         """Open the index, start the worker processes and the writer (blocking)."""
@@ -186,8 +204,7 @@ class SimhashDedupPipeline:
         except SimhashIndexError:
             return None
 
-    async def close_spider(self, spider: Any = None) -> None:
-        """Decides what is queued, logs the summary, then stops the writer, the workers and the index."""
+    async def _close(self) -> None:
         if self._threads is None:
             self.stop()
             return
@@ -281,7 +298,9 @@ class SimhashDedupPipeline:
         if not isinstance(checked, PassThrough):
             return checked
         self.outcomes.count(checked.outcome, f"errors/{checked.reason}" if checked.reason else None)
-        if checked.warning and checked.once:
+        if checked.reason == "no_index":
+            self._index_not_open()
+        elif checked.warning and checked.once:
             self._warn_once(checked.outcome, checked.warning, *checked.arguments)
         elif checked.warning:
             logger.warning(checked.warning, *checked.arguments)
@@ -409,6 +428,23 @@ class SimhashDedupPipeline:
         self._warn_once(
             "db", "simhash: index error, items pass through un-deduplicated until it is back: %s", safe(exc, 2000)
         )
+
+    def _index_not_open(self) -> None:
+        """An item came before the index was opened (open_spider never ran, or never finished):
+        the crawl stops, or with SIMHASH_ON_DB_ERROR=pass goes on saying nothing is deduplicated."""
+        if "no_index" in self._warned:
+            return
+        self._warned.add("no_index")
+        if self.settings.on_db_error == "stop":
+            logger.error(
+                "simhash: an item came before the index was opened (open_spider did not run); stopping the crawl"
+            )
+            close_spider(self.crawler, INDEX_UNAVAILABLE)
+        else:
+            logger.error(
+                "simhash: an item came before the index was opened (open_spider did not run): NOTHING IS "
+                "DEDUPLICATED, every item passes through (SIMHASH_ON_DB_ERROR=pass)"
+            )
 
     def _warn_once(self, topic: str, message: str, *args: Any) -> None:
         if topic not in self._warned:

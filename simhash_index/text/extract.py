@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from . import parsers
 
@@ -64,6 +68,13 @@ def looks_binary(html: str) -> bool:
     return controls > len(head) // 20
 
 
+@functools.cache
+def _fast_argument(extract: Callable[..., str | None]) -> str:
+    """trafilatura's name for skipping the fallback extractors: `fast` from 2.0, `no_fallback`
+    before (trafilatura 1.x takes `fast=` too, and ignores it)."""
+    return "fast" if "fast" in inspect.signature(extract).parameters else "no_fallback"
+
+
 def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) -> str | None:
     """The main text of a page, or None when it has none.
 
@@ -79,6 +90,7 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
     import trafilatura  # heavy import, paid once on first use
 
     parsers.install()  # one lxml parser per thread: a shared one corrupts the heap (parsers.py)
+    skip_fallbacks: dict[str, Any] = {_fast_argument(trafilatura.extract): options.fast}
     try:
         text = trafilatura.extract(
             html,
@@ -86,7 +98,7 @@ def extract_text(html: str | bytes, options: ExtractOptions = ExtractOptions()) 
             favor_recall=options.favor == "recall",
             include_comments=options.include_comments,
             include_tables=options.include_tables,
-            fast=options.fast,
+            **skip_fallbacks,
         )
     except (RecursionError, ValueError, TypeError, MemoryError) as exc:
         raise ExtractionError(f"trafilatura failed: {type(exc).__name__}: {str(exc)[:200]}") from exc

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
+from ..errors import install_extra
+
 WORDLIST = "small"
 _MULTI_DIGIT = re.compile(r"\d[\d.,]+")
 _DIGIT = re.compile(r"\d")
@@ -93,9 +95,7 @@ def require_wordfreq() -> ModuleType:
     try:
         import wordfreq
     except ImportError:
-        raise ImportError(
-            "weighting='tfidf' without an idf table needs wordfreq: pip install 'simhash-index[tfidf]'"
-        ) from None
+        raise ImportError(f"weighting='tfidf' without an idf table needs wordfreq: {install_extra('tfidf')}") from None
     return wordfreq
 
 

@@ -23,6 +23,7 @@ from ...errors import (
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
+    install_extra,
 )
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ...fingerprinting.simhash import blocks
@@ -45,9 +46,7 @@ from .codec import (
 try:
     import redis
 except ImportError as missing:
-    raise MissingDependencyError(
-        "Redis indexes need the redis package: pip install 'simhash-index[redis]'"
-    ) from missing
+    raise MissingDependencyError(f"Redis indexes need the redis package: {install_extra('redis')}") from missing
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches

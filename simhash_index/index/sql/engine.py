@@ -26,7 +26,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from ... import defaults, urls
-from ...errors import IndexUnavailableError, MissingDependencyError
+from ...errors import IndexUnavailableError, MissingDependencyError, install_extra
 from ...fingerprinting.fingerprinter import Signature
 from .layouts import contiguous_blocks
 
@@ -106,7 +106,7 @@ def open_engine(url: URL, access: Access) -> Engine:
         import psycopg  # noqa: F401 - SQLAlchemy's dialect imports it only at the first connection
     except ImportError as missing:
         raise MissingDependencyError(
-            "PostgreSQL indexes need the psycopg package: pip install 'simhash-index[postgres]'"
+            f"PostgreSQL indexes need the psycopg package: {install_extra('postgres')}"
         ) from missing
     # No pre-ping (a round trip per checkout): a connection lost with the server raises a
     # disconnect error, which invalidates the pool, and the next checkout reconnects.

@@ -16,8 +16,10 @@ from typing import Any
 
 from scrapy.commands import crawl
 from scrapy.exceptions import UsageError
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 
-from ..failures import FAILURE_REASONS
+from ..failures import FAILURE_REASONS, StartupError
 
 logger = logging.getLogger(__name__)
 EXCEPTION_TYPES = "downloader/exception_type_count/"
@@ -35,11 +37,14 @@ class Command(crawl.Command):
             )
         assert self.crawler_process is not None
         crawler = self.crawler_process.create_crawler(args[0])
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        failed: list[Failure] = []
+        started = self.crawler_process.crawl(crawler, **opts.spargs)
+        if isinstance(started, Deferred):  # Scrapy < 2.14; later ones log a failed start themselves
+            started.addErrback(_failed_start, failed)
         self.crawler_process.start()
         stats = crawler.stats.get_stats() if crawler.stats is not None else {}
         reason = stats.get("finish_reason")
-        if self.crawler_process.bootstrap_failed or reason in FAILURE_REASONS:
+        if self.crawler_process.bootstrap_failed or failed or reason in FAILURE_REASONS:
             self.exitcode = 1
         elif fetched_nothing(stats):
             logger.error("%s", nothing_fetched_message(stats))
@@ -50,6 +55,13 @@ class Command(crawl.Command):
         elif "start_time" in stats and not stats.get("downloader/request_count"):
             # not a failure: a crawler sharing a queue (scrapy-redis) may find no work left
             logger.warning("%s", nothing_fetched_message(stats))
+
+
+def _failed_start(failure: Failure, failed: list[Failure]) -> Failure | None:
+    """Notes a crawl that failed to start (Scrapy < 2.14). A bad setting of the pipeline is
+    logged as one line already: its traceback is dropped."""
+    failed.append(failure)
+    return None if isinstance(failure.value, StartupError) else failure
 
 
 def fetched_nothing(stats: dict[str, Any]) -> bool:
