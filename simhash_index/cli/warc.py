@@ -18,11 +18,12 @@ from typing import IO, Any
 
 import click
 
+from ..errors import install_extra
 from ..fingerprinting.pages import PageJob
 from ..text.extract import decode
 from .inputs import CorpusLine, looks_like_html, progress
 
-MISSING = "reading WARC and ARC archives needs warcio: pip install 'simhash-index[warc]'"
+MISSING = f"reading WARC and ARC archives needs warcio: {install_extra('warc')}"
 GZIP_MAGIC = b"\x1f\x8b"
 WHOLE_GZIP = "gzipped as one stream, not record by record: recompress it (warcio recompress IN OUT)"
 HTML_TYPES = ("text/html", "application/xhtml+xml")

@@ -20,6 +20,7 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
+from ..errors import install_extra
 from . import stopwords as _stopwords
 from .frequencies import WORDLIST, require_wordfreq
 from .tokens import is_cjk_text, normalize
@@ -79,4 +80,4 @@ def _version(package: str) -> str:
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
-        raise ImportError(f"stopwords='language' needs {package}: pip install 'simhash-index[languages]'") from None
+        raise ImportError(f"stopwords='language' needs {package}: {install_extra('languages')}") from None
