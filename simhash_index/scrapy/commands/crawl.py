@@ -58,10 +58,20 @@ class Command(crawl.Command):
 
 
 def _failed_start(failure: Failure, failed: list[Failure]) -> Failure | None:
-    """Notes a crawl that failed to start (Scrapy < 2.14). A bad setting of the pipeline is
-    logged as one line already: its traceback is dropped."""
+    """Notes a crawl that failed to start (Scrapy < 2.14). A bad setting of ours is logged as
+    one line already: its traceback is dropped."""
     failed.append(failure)
-    return None if isinstance(failure.value, StartupError) else failure
+    return None if _from_startup_error(failure.value) else failure
+
+
+def _from_startup_error(exc: BaseException | None) -> bool:
+    """Whether a StartupError is the exception or what led to it: Scrapy 2.13.0 closing an engine
+    whose downloader middleware refused to start raises an AttributeError over it."""
+    while exc is not None:
+        if isinstance(exc, StartupError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def fetched_nothing(stats: dict[str, Any]) -> bool:
