@@ -15,6 +15,7 @@ Two 32-bit halves: 66 probes at radius 3, 562 at 4, 1,058 at 5.
 
 from __future__ import annotations
 
+from functools import cache
 from itertools import combinations
 from math import comb
 
@@ -22,6 +23,7 @@ MAX_BLOCKS_RADIUS = 7  # one bit off in each 16-bit block; 8 would need two-bit 
 MAX_HALVES_RADIUS = 5  # two bits off in each 32-bit half (529 values a half)
 
 
+@cache
 def tolerances(radius: int, parts: int) -> tuple[int, ...]:
     """Per part, how many bits it may differ from the query's and still hold a fingerprint
     within `radius` that no other part's probes find (-1: the part needs no probe)."""
@@ -33,14 +35,13 @@ def tolerances(radius: int, parts: int) -> tuple[int, ...]:
 
 def variants(value: int, width: int, tolerance: int) -> list[int]:
     """`value` and every `width`-bit value within `tolerance` bits of it, nearest first."""
-    found = []
-    for flipped in range(tolerance + 1):
-        for bits in combinations(range(width), flipped):
-            mask = 0
-            for bit in bits:
-                mask |= 1 << bit
-            found.append(value ^ mask)
-    return found
+    return [value ^ mask for mask in _masks(width, tolerance)]
+
+
+@cache
+def _masks(width: int, tolerance: int) -> tuple[int, ...]:
+    """Every `width`-bit mask of at most `tolerance` bits set, fewest first."""
+    return tuple(sum(1 << bit for bit in bits) for k in range(tolerance + 1) for bits in combinations(range(width), k))
 
 
 def probe_count(radius: int, parts: int, width: int) -> int:

@@ -137,6 +137,7 @@ class Stored:
             if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
         self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
+        self._max_distance = max_distance
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
 
     def own(self, key: str) -> StoredPage | None:
@@ -149,11 +150,16 @@ class Stored:
         return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
 
     def nearby(self, position: int, signature: Signature) -> list[StoredPage]:
-        """The stored pages near this page, and every page this batch stored (a batch is small:
-        the rule checks their distance)."""
+        """The stored pages near this page, and the pages this batch stored within the radius."""
         found = [page for page in self._near[position] if page.key not in self._batch]
-        if signature.near_simhash is not None:
-            found += self._batch.values()
+        fingerprint = signature.near_simhash
+        if fingerprint is not None:
+            found += (
+                page
+                for page in self._batch.values()
+                if (other := page.signature.near_simhash) is not None
+                and (other ^ fingerprint).bit_count() <= self._max_distance
+            )
         return found
 
     def add(self, key: str, signature: Signature) -> None:
