@@ -17,8 +17,6 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 from w3lib.url import canonicalize_url
 
@@ -29,6 +27,7 @@ from .logformatter import safe
 from .pipeline import running_pipeline
 from .settings import SkipSettings
 from .stats import PREFIX
+from .threads import in_thread
 
 logger = logging.getLogger(__name__)
 
@@ -102,17 +101,13 @@ class SimhashSkipDuplicatesMiddleware:
     async def _lookup(self, key: str) -> Duplicate | None:
         """The logged duplicate under this key, read off the reactor; None when there is
         none, or the index cannot say (the request is then fetched and checked as usual)."""
-        from twisted.internet import reactor  # installing a reactor is Scrapy's decision
-
         pipeline = running_pipeline(self.crawler)
         index = pipeline.index if pipeline is not None else None
         if index is None or self._threads is None:
             return None
         try:
             check_key(key)
-            found: Duplicate | None = await maybe_deferred_to_future(
-                deferToThreadPool(reactor, self._threads, index.duplicate, key)
-            )
+            found: Duplicate | None = await in_thread(self._threads, index.duplicate, key)
         except (SimhashIndexError, ValueError):
             return None
         return found

@@ -27,17 +27,22 @@ def for_scrapy(coroutine: Coroutine[Any, Any, None]) -> Awaitable[None]:
     return coroutine if AWAITS_PIPELINE_COROUTINES else deferred_from_coro(coroutine)
 
 
+def installed_reactor() -> Any:
+    """The installed reactor, imported late (installing one is Scrapy's decision). Typed loosely:
+    Twisted's own type of `twisted.internet.reactor` differs between the releases we support."""
+    from twisted.internet import reactor
+
+    return reactor
+
+
 def in_thread(threads: ThreadPool, function: Callable[..., T], *args: Any) -> Awaitable[T]:
     """Run a blocking call on `threads`; awaitable from a coroutine running on the reactor."""
-    from twisted.internet import reactor  # imported late: installing a reactor is Scrapy's decision
-
-    return maybe_deferred_to_future(deferToThreadPool(reactor, threads, function, *args))
+    return maybe_deferred_to_future(deferToThreadPool(installed_reactor(), threads, function, *args))
 
 
 def awaitable(future: Future[T]) -> Awaitable[T]:
     """A concurrent Future's result, awaitable on the reactor (callbacks fire in the reactor thread)."""
-    from twisted.internet import reactor
-
+    reactor = installed_reactor()
     deferred: Deferred[T] = Deferred()
 
     def done(completed: Future[T]) -> None:
@@ -53,6 +58,4 @@ def awaitable(future: Future[T]) -> Awaitable[T]:
 
 def on_next_turn(function: Callable[..., object], *args: Any) -> None:
     """Call `function` on the reactor's next turn."""
-    from twisted.internet import reactor
-
-    deferLater(reactor, 0, function, *args)
+    deferLater(installed_reactor(), 0, function, *args)
