@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
+from ..index.probes import MAX_HALVES_RADIUS
 from . import formats, listings, reports
 from .inputs import IsoDateTime
 
@@ -88,7 +89,7 @@ def max_distance_option(help: str) -> Callable[..., Any]:
     return click.option(
         "--max-distance",
         type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
-        help=f"{help} Default: {defaults.MAX_DISTANCE}, or 5 on a halves index.",
+        help=f"{help} Default: {defaults.MAX_DISTANCE}, or {MAX_HALVES_RADIUS} on a halves index.",
     )
 
 

@@ -44,8 +44,16 @@ local function similarity(a, b)  -- as simhash_index.fingerprinting.sketch.estim
   return math.max(0.0, (agree / #x - chance) / (1 - chance))
 end
 
-local function block_key(fp, i)  -- block i holds bits 16i..16i+15: hex digits 13-4i to 16-4i
-  return P .. 'block:' .. i .. ':' .. sub(fp, 13 - 4 * i, 16 - 4 * i)
+local function block_set(i, value)  -- the set of block i's 16-bit value
+  return P .. 'block:' .. i .. ':' .. string.format('%04x', value)
+end
+
+local function block_value(fp, i)  -- block i holds bits 16i..16i+15: hex digits 13-4i to 16-4i
+  return tonumber(sub(fp, 13 - 4 * i, 16 - 4 * i), 16)
+end
+
+local function block_key(fp, i)
+  return block_set(i, block_value(fp, i))
 end
 
 local function doc_key(id)
@@ -131,11 +139,11 @@ local function probed_block_keys(fp, max_distance)
   for i = 0, 3 do
     local tolerance = (i <= a) and s or s - 1
     if tolerance >= 0 then
-      local prefix, value = P .. 'block:' .. i .. ':', tonumber(sub(fp, 13 - 4 * i, 16 - 4 * i), 16)
-      table.insert(keys, prefix .. string.format('%04x', value))
+      local value = block_value(fp, i)
+      table.insert(keys, block_set(i, value))
       if tolerance >= 1 then
         for b = 0, 15 do
-          table.insert(keys, prefix .. string.format('%04x', bxor(value, bit.lshift(1, b))))
+          table.insert(keys, block_set(i, bxor(value, bit.lshift(1, b))))
         end
       end
     end

@@ -110,6 +110,11 @@ class Layout:
             )
 
     @property
+    def _key_type(self) -> str:
+        """PostgreSQL's type of the lookup columns' values: int blocks, bigint half expressions."""
+        return "int" if self.name == "blocks" else "bigint"
+
+    @property
     def lookup_columns(self) -> tuple[str, ...]:
         """The indexed columns (blocks) or expressions (halves) a lookup probes."""
         return BLOCK_COLUMNS if self.name == "blocks" else tuple(HALF_KEYS.values())
@@ -152,9 +157,8 @@ class Layout:
         column = self.lookup_columns[0]
         pairs = sorted({(self.probes(fp, 0)[0][0], to_signed(fp)) for fp in fingerprints})  # radius 0: its own value
         if dialect == "postgresql":
-            cast = "int" if self.name == "blocks" else "bigint"
             firsts, signed = zip(*pairs)
-            where = f"({column}, fingerprint) IN (SELECT * FROM unnest(%s::{cast}[], %s::bigint[]))"
+            where = f"({column}, fingerprint) IN (SELECT * FROM unnest(%s::{self._key_type}[], %s::bigint[]))"
             return where, (_array(list(firsts)), _array(list(signed)))
         where = (
             f"({column}, fingerprint) IN "
@@ -166,8 +170,7 @@ class Layout:
         """PostgreSQL, one statement: the near rows within `radius` (bit_count needs PostgreSQL
         14), with what the rule needs of them; and its parameters."""
         probed = self._probed([fingerprint], radius)
-        cast = "int" if self.name == "blocks" else "bigint"
-        found = " OR ".join(f"{column} = ANY(%s::{cast}[])" for column, _ in probed)
+        found = " OR ".join(f"{column} = ANY(%s::{self._key_type}[])" for column, _ in probed)
         if self.name == "halves":
             found = f"({found}) AND exact_only = 0"
         statement = (
@@ -184,13 +187,10 @@ class Layout:
         fingerprint, pipelined)."""
         if self.name != "blocks":
             return None
+        queries = [(n, to_signed(fp), self.probes(fp, radius)) for n, fp in enumerate(fingerprints, 1)]
         lookups, parameters = [], []
         for i, column in enumerate(BLOCK_COLUMNS):
-            rows = [
-                (to_signed(fp), value, n)
-                for n, fp in enumerate(fingerprints, 1)
-                for value in self.probes(fp, radius)[i]
-            ]
+            rows = [(signed, value, n) for n, signed, probes in queries for value in probes[i]]
             if not rows:
                 continue
             lookups.append(

@@ -43,13 +43,13 @@ SCHEMA_VERSION = "4"
 # its similarity to the stored page, and the search radius it was checked at.
 EVIDENCE = ("fingerprint", "similarity", "radius")
 _EVIDENCE_TYPES: dict[str, Any] = {"fingerprint": BigInteger, "similarity": Float, "radius": SmallInteger}
+DOCUMENTS = "simhash_documents"
+KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
 
 
 def evidence_of(version: str) -> tuple[str, ...]:
     """The evidence columns of a duplicates log written at this schema version."""
     return {"2": (), "3": EVIDENCE[:2]}.get(version, EVIDENCE)
-DOCUMENTS = "simhash_documents"
-KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
 
 
 class Timestamp(TypeDecorator[datetime]):
