@@ -26,9 +26,9 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks._common import REPO, flip, machine, page_key, peak_rss_mb, stamp, table, write_section
+from benchmarks._common import REPO, machine, stamp, table, write_section
+from benchmarks._rss import peak_rss_mb
+from benchmarks.workloads import flip, page_key
 from simhash_index import SimhashIndex
 from simhash_index.fingerprinting.fingerprinter import Signature
 
@@ -114,13 +114,18 @@ def run(variant, path: Path, cutoff: datetime) -> tuple[float, float, int, int, 
     return seconds, rss, pages, dups, slowest, calls
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.prune", description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=1_000_000)
+    p.add_argument("--logged", type=int, default=20_000)
+    p.add_argument("--workdir", type=Path)
+    p.add_argument("--no-write", action="store_true")
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--logged", type=int, default=20_000)
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as folder:
         base = Path(folder) / "base.db"
         began = time.perf_counter()

@@ -29,15 +29,12 @@ import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import command, load_of, machine, median, stamp, table, write_section
-from benchmarks._pages import Templates, pages, templates
-from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, vacuum
+from benchmarks.workloads.templates import Templates, pages, templates
+from benchmarks._stores import DEFAULT_POSTGRES, DEFAULT_REDIS, postgres_schema, vacuum
 from simhash_index import open_index
 from simhash_index.index.base import Index
 
-DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 BATCHES = (1, 64)
 WRITERS = (1, 4)
 # The targets: (backend, batch, writers) -> decisions/s
@@ -190,20 +187,25 @@ def sqlite_wal_pages(url: str, batches: int = 10) -> tuple[float, int]:
     return frames / batches, page_size
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__.splitlines()[0])
+    p.add_argument("--backends", default="sqlite,postgres,redis")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=4.0, help="how long each configuration runs a round")
+    p.add_argument("--prefill", type=int, default=100_000, help="pages stored before the timed runs")
+    p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
+    p.add_argument("--redis-url", default=DEFAULT_REDIS)
+    p.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
+    p.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
+    p.add_argument("--max-distance", type=int, help="the search radius (default: the library's)")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    return p
+
+
 def main() -> None:
     global BASE, RADIUS
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="sqlite,postgres,redis")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=4.0, help="how long each configuration runs a round")
-    parser.add_argument("--prefill", type=int, default=100_000, help="pages stored before the timed runs")
-    parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS)
-    parser.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
-    parser.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
-    parser.add_argument("--max-distance", type=int, help="the search radius (default: the library's)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     RADIUS = args.max_distance
     backends = [b for b in args.backends.split(",") if b]
     began, load_before = stamp(), machine()

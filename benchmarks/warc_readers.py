@@ -79,12 +79,17 @@ def import_seconds(archive: Path, workdir: Path) -> float:
     return timer.seconds
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.warc_readers", description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--eval", type=Path, default=DEFAULT_EVAL, help="the evaluation corpus (its site/ is crawled)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--eval", type=Path, default=DEFAULT_EVAL, help="the evaluation corpus (its site/ is crawled)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         archive = crawl(args.eval / "site", Path(tmp))
         size = archive.stat().st_size

@@ -1,4 +1,4 @@
-"""Realistic pages for the index benchmarks: template crowds around real pages' signatures.
+"""The templates workload: template crowds around real pages' signatures.
 
 Uniform random fingerprints flatter an index: real pages of one site share a template, so
 their fingerprints crowd around each other and share 16-bit blocks far more often than
@@ -29,6 +29,8 @@ import numpy as np
 
 from simhash_index import Fingerprinter
 from simhash_index.fingerprinting.fingerprinter import Signature
+
+from . import flip
 
 EVAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 SKETCH = 256
@@ -61,12 +63,6 @@ def templates(eval_dir: Path = EVAL_DIR, limit: int | None = None) -> Templates:
     return Templates(unique, f"{len(unique):,} distinct signatures of the eval corpus's {len(texts):,} pages")
 
 
-def _flip(value: int, bits: int, rng: random.Random) -> int:
-    for position in rng.sample(range(64), bits):
-        value ^= 1 << position
-    return value
-
-
 def _mix(sketch: bytes, keep: float, rng: random.Random) -> bytes:
     """The sketch with each slot kept with probability `keep`, else random."""
     draw = np.random.default_rng(rng.getrandbits(64))
@@ -90,14 +86,14 @@ def pages(
             source = rng.choice(seen)
             assert source.simhash is not None and source.sketch is not None
             sig = Signature(
-                _flip(source.simhash, rng.randint(1, 3), rng), rng.getrandbits(64), _mix(source.sketch, 0.97, rng)
+                flip(source.simhash, rng), rng.getrandbits(64), _mix(source.sketch, 0.97, rng)
             )
             yield key, sig, True
             continue
         template = rng.choices(base.signatures, cum_weights=cumulative)[0]
         assert template.simhash is not None and template.sketch is not None
         sig = Signature(
-            _flip(template.simhash, rng.randint(8, 24), rng), rng.getrandbits(64), _mix(template.sketch, 0.5, rng)
+            flip(template.simhash, rng, rng.randint(8, 24)), rng.getrandbits(64), _mix(template.sketch, 0.5, rng)
         )
         if len(seen) < 5000:
             seen.append(sig)
