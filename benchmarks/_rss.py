@@ -1,4 +1,4 @@
-"""Resident memory: this process's peak, a process's RSS by kind, a process tree's RSS sampled over time (Linux /proc)."""
+"""Resident memory: this process's peak, a process's RSS by kind, a process tree's RSS over time (Linux)."""
 
 from __future__ import annotations
 

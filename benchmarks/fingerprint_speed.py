@@ -32,7 +32,6 @@ import gzip
 import importlib
 import json
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any

@@ -75,14 +75,18 @@ class Case:
 def split(value: str, allowed: tuple[str, ...], option: str) -> list[str]:
     names = [v.strip() for v in value.split(",") if v.strip()]
     if not names or set(names) - set(allowed):
-        raise argparse.ArgumentTypeError(f"{option} takes a comma-separated list of {', '.join(allowed)}; got {value!r}")
+        raise argparse.ArgumentTypeError(
+            f"{option} takes a comma-separated list of {', '.join(allowed)}; got {value!r}"
+        )
     return names
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.index", description=__doc__.splitlines()[0])
     p.add_argument("--workloads", default="uniform,templates", type=lambda v: split(v, tuple(WORKLOADS), "--workloads"))
-    p.add_argument("--n", default="100000", type=lambda v: sorted(int(x) for x in v.split(",")), help="sizes, e.g. 100000,1000000")
+    p.add_argument(
+        "--n", default="100000", type=lambda v: sorted(int(x) for x in v.split(",")), help="sizes, e.g. 100000,1000000"
+    )
     p.add_argument("--backends", default="sqlite", type=lambda v: split(v, BACKENDS, "--backends"))
     p.add_argument("--layouts", default="blocks", type=lambda v: split(v, LAYOUTS, "--layouts"), help="SQL layouts")
     p.add_argument("--radius", type=int, help="the search radius (default: the index's)")
@@ -99,7 +103,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def open_case(stack: ExitStack, args: argparse.Namespace, folder: Path, backend: str, layout: str, tag: str) -> tuple[Index, Callable[[], int]]:
+def open_case(
+    stack: ExitStack, args: argparse.Namespace, folder: Path, backend: str, layout: str, tag: str
+) -> tuple[Index, Callable[[], int]]:
     """A new empty index, and a function giving the bytes it takes."""
     if backend == "sqlite":
         path = folder / f"{tag}-{layout}.db"
@@ -159,7 +165,10 @@ def time_round(cases: list[Case], args: argparse.Namespace, round_: int, peers: 
     rng = random.Random(args.seed + round_)
     for case in rng.sample(cases, len(cases)):
         w = case.workload
-        queries = {"fresh": [fingerprint_of(p) for p in w.fresh[: args.queries]], "near": [fingerprint_of(p) for p in w.copies[: args.queries]]}
+        queries = {
+            "fresh": [fingerprint_of(p) for p in w.fresh[: args.queries]],
+            "near": [fingerprint_of(p) for p in w.copies[: args.queries]],
+        }
         for kind, batch in queries.items():
             with Timer() as timer:
                 for q in batch:
@@ -212,7 +221,10 @@ def to_decide(workload: Workload, args: argparse.Namespace) -> list[list[Page]]:
     rng = random.Random(args.seed)
     per_round = args.checks + BATCH * args.batches
     fresh = iter(workload.fresh[args.queries :] + workload.fresh[: args.queries])
-    return [[rng.choice(workload.copies) if i % 10 == 0 else next(fresh) for i in range(per_round)] for _ in range(args.rounds)]
+    return [
+        [rng.choice(workload.copies) if i % 10 == 0 else next(fresh) for i in range(per_round)]
+        for _ in range(args.rounds)
+    ]
 
 
 def rows(cases: list[Case], peers: dict[str, Peer]) -> list[list[str]]:
@@ -222,14 +234,41 @@ def rows(cases: list[Case], peers: dict[str, Peer]) -> list[list[str]]:
         peer = peers.get(f"{c.workload.name} {c.n}")
         vs = f"{f['fresh'] / (1 / median(peer.seconds['fresh'])):.1f}x" if peer else "-"
         out.append(
-            [c.backend, c.layout, c.workload.name, f"{c.n:,}", f"{f['load']:,.0f}", f"{f['bytes']:.0f}", f"{f['fresh']:,.0f}", f"{f['near']:,.0f}", vs]
+            [
+                c.backend,
+                c.layout,
+                c.workload.name,
+                f"{c.n:,}",
+                f"{f['load']:,.0f}",
+                f"{f['bytes']:.0f}",
+                f"{f['fresh']:,.0f}",
+                f"{f['near']:,.0f}",
+                vs,
+            ]
             + [f"{f[k]:,.0f}" if k in f else "-" for k in ("check", "batch")]
             + [f"{f['read']:,.1f}", f"{f['within']:.2f}", f"{f['agree']:.0f}/{f['verified']:.0f}"]
         )
     for key, peer in peers.items():
         name, n = key.split()
         fresh, near = (1 / median(peer.seconds[k]) for k in ("fresh", "near"))
-        out.append(["simhash package", "in memory", name, f"{int(n):,}", f"build {peer.build:.0f} s", "-", f"{fresh:,.0f}", f"{near:,.0f}", "1.0x", "-", "-", "-", "-", "-"])
+        out.append(
+            [
+                "simhash package",
+                "in memory",
+                name,
+                f"{int(n):,}",
+                f"build {peer.build:.0f} s",
+                "-",
+                f"{fresh:,.0f}",
+                f"{near:,.0f}",
+                "1.0x",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+            ]
+        )
     return out
 
 
@@ -254,7 +293,9 @@ def main() -> None:
                 decide = to_decide(workload, args)
                 for backend in args.backends:
                     for layout in args.layouts if backend != "redis" else ["-"]:
-                        index, size = open_case(stack, args, folder, backend, layout if layout != "-" else "blocks", f"{name}-{n}")
+                        index, size = open_case(
+                            stack, args, folder, backend, layout if layout != "-" else "blocks", f"{name}-{n}"
+                        )
                         case = Case(backend, layout, workload, index, decide)
                         load(case, args, size)
                         radius = index.max_distance
@@ -262,7 +303,14 @@ def main() -> None:
                         reads_as = "blocks" if backend == "redis" else layout
                         case.figures.update(
                             read=entries_read(workload.stored, reads_as, sample, radius),
-                            within=float(np.mean([np.count_nonzero(np.bitwise_count(workload.stored ^ np.uint64(q)) <= radius) for q in sample])),
+                            within=float(
+                                np.mean(
+                                    [
+                                        np.count_nonzero(np.bitwise_count(workload.stored ^ np.uint64(q)) <= radius)
+                                        for q in sample
+                                    ]
+                                )
+                            ),
                             agree=brute_force(case, [fingerprint_of(p) for p in workload.copies[:100]]),
                             verified=min(100, len(workload.copies)),
                         )
@@ -271,15 +319,20 @@ def main() -> None:
                     peers[f"{name} {n}"] = Peer(workload, cases[-1].index.max_distance, args.queries)
         for round_ in range(args.rounds):
             time_round(cases, args, round_, peers)
-            print(f"round {round_ + 1}/{args.rounds}: " + ", ".join(f"{c.name} {1 / c.seconds['fresh'][-1]:,.0f} q/s" for c in cases), flush=True)
+            print(
+                f"round {round_ + 1}/{args.rounds}: "
+                + ", ".join(f"{c.name} {1 / c.seconds['fresh'][-1]:,.0f} q/s" for c in cases),
+                flush=True,
+            )
         for case in cases:
             case.figures.update({k: 1 / median(v) for k, v in case.seconds.items() if v})
+    radius = cases[0].index.max_distance if cases else "-"
     body = f"""## Index: {", ".join(args.workloads)}
 
 `{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(machine())}.
-Radius {cases[0].index.max_distance if cases else "-"}; {args.rounds} interleaved rounds of {args.queries} fresh and {args.queries} near-copy
-queries, {args.checks} check_and_add and {args.batches} batches of {BATCH} per index; medians. Peak RSS of the
-process: {peak_rss_mb():.0f} MB.
+Radius {radius}; {args.rounds} interleaved rounds of {args.queries} fresh and {args.queries} near-copy queries,
+{args.checks} check_and_add and {args.batches} batches of {BATCH} per index; medians. Peak RSS of the process:
+{peak_rss_mb():.0f} MB.
 
 {table(HEADER, rows(cases, peers))}
 """

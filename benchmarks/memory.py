@@ -200,16 +200,20 @@ def parser() -> argparse.ArgumentParser:
 
 def index_memory(args: argparse.Namespace) -> None:
     rng = random.Random(1)
-    with tempfile.TemporaryDirectory(prefix="index-memory-") as folder:
-        with open_index(args.url or f"sqlite:///{folder}/memory.db") as index:
-            print("| pages decided | RssAnon MB | RssFile MB |\n|---|---|---|")
-            for start in range(0, args.pages, args.batch):
-                signatures = (Signature(rng.getrandbits(64), rng.getrandbits(64), rng.randbytes(256)) for _ in range(args.batch))
-                index.check_and_add_many([(f"https://example.com/{start + i}", s) for i, s in enumerate(signatures)])
-                done = start + args.batch
-                if done % args.every < args.batch:
-                    rss = status_kb("self", ("RssAnon", "RssFile"))
-                    print(f"| {done:,} | {rss['RssAnon'] / 1024:.0f} | {rss['RssFile'] / 1024:.0f} |", flush=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="index-memory-") as folder,
+        open_index(args.url or f"sqlite:///{folder}/memory.db") as index,
+    ):
+        print("| pages decided | RssAnon MB | RssFile MB |\n|---|---|---|")
+        for start in range(0, args.pages, args.batch):
+            signatures = (
+                Signature(rng.getrandbits(64), rng.getrandbits(64), rng.randbytes(256)) for _ in range(args.batch)
+            )
+            index.check_and_add_many([(f"https://example.com/{start + i}", s) for i, s in enumerate(signatures)])
+            done = start + args.batch
+            if done % args.every < args.batch:
+                rss = status_kb("self", ("RssAnon", "RssFile"))
+                print(f"| {done:,} | {rss['RssAnon'] / 1024:.0f} | {rss['RssFile'] / 1024:.0f} |", flush=True)
 
 
 def main() -> None:

@@ -254,7 +254,11 @@ def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.multilingual_corpus", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.multilingual_corpus",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--repo", type=Path, required=True, help="git directory of a git/git-scm.com clone")
     p.add_argument("--out", type=Path, required=True, help="directory to write the corpus into")
     p.add_argument("--languages", default=",".join(SOURCES), help=f"comma-separated, of {sorted(SOURCES)}")

@@ -60,7 +60,8 @@ def decisions(index: Index, pages: list[tuple[str, int]]) -> tuple[float, float]
 
 def peer_lookups(fps: np.ndarray, keys: list[str], queries: list[int], radius: int) -> tuple[float, float, float]:
     """The `simhash` package's SimhashIndex(k=radius) over the same pages: build seconds, lookups/s, mean found."""
-    from simhash import Simhash, SimhashIndex as PeerIndex
+    from simhash import Simhash
+    from simhash import SimhashIndex as PeerIndex
 
     began = time.perf_counter()
     peer = PeerIndex([(key, Simhash(int(fp))) for key, fp in zip(keys, fps.tolist())], k=radius)

@@ -22,7 +22,6 @@ import os
 import pstats
 import random
 import sqlite3
-import sys
 import tempfile
 import time
 import uuid
@@ -30,8 +29,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from benchmarks._common import command, load_of, machine, median, stamp, table, write_section
-from benchmarks.workloads.templates import Templates, pages, templates
 from benchmarks._stores import DEFAULT_POSTGRES, DEFAULT_REDIS, postgres_schema, vacuum
+from benchmarks.workloads.templates import Templates, pages, templates
 from simhash_index import open_index
 from simhash_index.index.base import Index
 

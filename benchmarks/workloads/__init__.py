@@ -1,11 +1,13 @@
 """The index benchmarks' workloads: the pages an index stores, and new pages that query and join it.
 
-| workload  | stored pages | fresh pages (not stored) |
-|---|---|---|
-| uniform   | random 64-bit fingerprints: no two pages share more bits than chance (flatters an index) | random |
-| templates | template crowds around the eval corpus's real signatures, with sketches (templates.py) | new pages of the same crowds |
-| realistic | sites with templates, reused paragraphs and near copies, calibrated to the real corpus (realistic.py) | held-out pages of the same sites |
-| skew      | random, a fifth of them sharing one 16-bit block (bits 0-15): the blocks layout's worst case | new members of that crowd |
+- uniform: random 64-bit fingerprints; no two pages share more bits than chance (this flatters an
+  index). Fresh pages: random.
+- templates: template crowds around the eval corpus's real signatures, with sketches (templates.py).
+  Fresh pages: new pages of the same crowds.
+- realistic: sites with templates, reused paragraphs and near copies, calibrated to the real corpus
+  (realistic.py). Fresh pages: held-out pages of the same sites.
+- skew: random, a fifth of them sharing one 16-bit block (bits 0-15), the blocks layout's worst case.
+  Fresh pages: new members of that crowd.
 
 Every workload also gives near copies of stored pages (1 to 3 bits flipped): the pages a crawl drops.
 """

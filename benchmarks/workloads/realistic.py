@@ -346,7 +346,10 @@ DOC = REPO / "docs" / "realistic.md"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.workloads.realistic", description="The realistic pages' calibration: their collision share at distance 3.")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.workloads.realistic",
+        description="The realistic pages' calibration: their collision share at distance 3.",
+    )
     p.add_argument("--n", type=int, default=100_000, help="the load whose sites are measured")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--write", action="store_true", help=f"replace the calibration section of docs/{DOC.name}")

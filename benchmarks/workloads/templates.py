@@ -85,9 +85,7 @@ def pages(
         if i % 10 == 9 and seen:
             source = rng.choice(seen)
             assert source.simhash is not None and source.sketch is not None
-            sig = Signature(
-                flip(source.simhash, rng), rng.getrandbits(64), _mix(source.sketch, 0.97, rng)
-            )
+            sig = Signature(flip(source.simhash, rng), rng.getrandbits(64), _mix(source.sketch, 0.97, rng))
             yield key, sig, True
             continue
         template = rng.choices(base.signatures, cum_weights=cumulative)[0]
