@@ -14,7 +14,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "benchmarks.md"
-_TITLE = "# Benchmarks\n\nWritten by the scripts in `benchmarks/`; each keeps its own section up to date.\n"
+_TITLE = "# Benchmarks\n"
 
 
 def machine() -> str:

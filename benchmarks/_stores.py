@@ -12,8 +12,8 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from simhash_index import SimhashIndex
 from simhash_index.index.redis.backend import split_url
+from simhash_index.index.sql.backend import SqlIndex
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
@@ -47,19 +47,23 @@ def vacuum(url: str) -> None:
         engine.dispose()
 
 
-def disk_bytes(backend: str, index: SimhashIndex, path: Path | None) -> int:
-    """SQLite: the database file with the WAL folded in; PostgreSQL: the index's tables with their indexes."""
-    if backend == "sqlite":
-        connection = sqlite3.connect(path, isolation_level=None)
-        try:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.close()
-        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+def sqlite_bytes(path: Path) -> int:
+    """The SQLite database file with its WAL folded in."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def postgres_bytes(index: SqlIndex) -> int:
+    """The index's PostgreSQL tables with their indexes."""
     with index.transaction(write=False) as conn:
-        return conn.exec_driver_sql(
+        size = conn.exec_driver_sql(
             "SELECT pg_total_relation_size('simhash_documents') + pg_total_relation_size('simhash_duplicates')"
         ).scalar_one()
+    return int(size)
 
 
 @contextmanager

@@ -37,10 +37,11 @@ from benchmarks._rss import peak_rss_mb
 from benchmarks._stores import (
     DEFAULT_POSTGRES,
     DEFAULT_REDIS,
-    disk_bytes,
+    postgres_bytes,
     postgres_schema,
     redis_memory,
     redis_prefix,
+    sqlite_bytes,
     vacuum,
 )
 from benchmarks.workloads import WORKLOADS, Page, Workload, fingerprint_of, page_key
@@ -112,11 +113,11 @@ def open_case(
     if backend == "sqlite":
         path = folder / f"{tag}-{layout}.db"
         index = stack.enter_context(open_index(f"sqlite:///{path}", layout=layout, max_distance=args.radius))
-        return index, lambda: disk_bytes(backend, index, path)  # type: ignore[arg-type]
+        return index, lambda: sqlite_bytes(path)
     if backend == "postgres":
         url = stack.enter_context(postgres_schema(args.postgres_url))
         index = stack.enter_context(open_index(url, layout=layout, max_distance=args.radius))
-        return index, lambda: disk_bytes(backend, index, None)  # type: ignore[arg-type]
+        return index, lambda: postgres_bytes(index)  # type: ignore[arg-type]
     url = stack.enter_context(redis_prefix(args.redis_url))
     before = redis_memory(url)
     index = stack.enter_context(open_index(url, max_distance=args.radius))
