@@ -1,6 +1,6 @@
 """Crawl the evaluation corpus with `scrapy crawl site`, score it, and time the pipeline's cost.
 
-    python benchmarks/crawl_eval.py [--eval ../shared/eval] [--orders dfs,bfs] [--no-timing]
+    python -m benchmarks.crawl_eval [--eval ../shared/eval] [--orders dfs,bfs] [--no-timing]
 
 Serves the corpus's site/ on 127.0.0.1, crawls it with dedup on (SQLite) in each crawl order and
 scores the kept pages with the corpus's score.py. Then times the same crawl three ways in one run:

@@ -1,6 +1,6 @@
 """Fingerprint speed: our simhash against the `simhash` package and trafilatura's Simhash, same tokens.
 
-    python benchmarks/fingerprint_speed.py [--texts PATH] [--rounds 7] [--no-write]
+    python -m benchmarks.fingerprint_speed [--texts PATH] [--rounds 7] [--no-write]
                                            [--fingerprinter 'LABEL;key=value;...' ...]
 
 The texts are the evaluation corpus's extracted texts (../shared/eval/extracted_text.jsonl.gz),

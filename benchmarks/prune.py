@@ -1,7 +1,7 @@
 """Prune: forgetting half of a 1M-page SQLite index, the way `simhash-index prune` does, beside
 the one-statement DELETE a user would write, while a crawl keeps writing.
 
-    python benchmarks/prune.py [--n 1000000] [--logged 20000] [--workdir DIR]
+    python -m benchmarks.prune [--n 1000000] [--logged 20000] [--workdir DIR]
 
 The index is bulk-loaded (`insertion_session`) with N pages whose fingerprints crowd as real
 text does: a tenth are 1-3 bits from an earlier page, and the rest share their top 16 bits in
@@ -20,13 +20,12 @@ import multiprocessing
 import random
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from benchmarks._common import REPO, machine, stamp, table, write_section
+from benchmarks._common import REPO, command, machine, stamp, table, write_section
 from benchmarks._rss import peak_rss_mb
 from benchmarks.workloads import flip, page_key
 from simhash_index import SimhashIndex
@@ -150,7 +149,7 @@ def main() -> None:
         [
             "## Measured",
             "",
-            f"`{' '.join(['python benchmarks/prune.py', *sys.argv[1:]])}`, {stamp()}; {machine()}.",
+            f"`{command()}`, {stamp()}; {machine()}.",
             f"A {args.n:,}-page SQLite index (blocks layout, sketches, {args.logged:,} duplicates logged), the older",
             "half dated 40 days back, pruned with `--older-than 30d` while another process called",
             "`check_and_add` in a loop (its slowest call: how long a crawl waited for the index).",

@@ -2,7 +2,7 @@
 
     python -m benchmarks.radius --n 1000000 --radii 3,4,5,6,7 --peer-radii 3,6 --write
 
-Loads n realistic fingerprints (benchmarks/realistic_pages.py: sites with templates, reused
+Loads n realistic fingerprints (benchmarks/workloads/realistic.py: sites with templates, reused
 paragraphs and near copies) into one SQLite index, then, for each radius in interleaved rounds
 (medians): query() of held-out pages of the same sites (new pages), the stored fingerprints a
 lookup returns, and batched decisions: check_and_add_many in batches of 64 of held-out pages, the
@@ -144,7 +144,7 @@ def main() -> None:
 
 `{command()}` — {began}; {load_before} (at the start).
 
-{len(keys):,} realistic pages (benchmarks/realistic_pages.py) in one SQLite index, blocks layout; lookups of
+{len(keys):,} realistic pages (benchmarks/workloads/realistic.py) in one SQLite index, blocks layout; lookups of
 {len(queries)} and decisions on {len(checks):,} held-out pages of the same sites (new pages; some near copies),
 {args.rounds} interleaved rounds, medians; each round's decided pages forgotten after it.
 

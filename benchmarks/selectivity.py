@@ -1,6 +1,6 @@
 """Selectivity and accuracy of fingerprint settings on the evaluation corpus's extracted texts, side by side.
 
-    python benchmarks/selectivity.py [--eval ../shared/eval] [--config 'LABEL;key=value;...' ...]
+    python -m benchmarks.selectivity [--eval ../shared/eval] [--config 'LABEL;key=value;...' ...]
                                      [--distance 3[,4,...]] [--min-similarity 0.88] [--shuffles 3]
                                      [--scorer ../shared/eval/score.py]
 
@@ -292,13 +292,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
     p.add_argument("--config", action="append", help="'LABEL;key=value;...' Fingerprinter settings (repeatable)")
     p.add_argument("--distance", default="3", help="Hamming distance of a lookup; several: 3,4,5")
-    p.add_argument(
-        "--scorer", type=Path, help="score.py to score with (default: the corpus's, else ../shared/eval's)"
-    )
+    p.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's, else ../shared/eval's)")
     p.add_argument("--min-similarity", type=float, default=0.88, help="sketch estimate needed to drop")
-    p.add_argument(
-        "--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order"
-    )
+    p.add_argument("--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order")
     p.add_argument("--no-accuracy", action="store_true", help="selectivity only: skip the simulated dedup")
     p.add_argument(
         "--raw-texts",

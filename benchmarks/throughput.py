@@ -1,10 +1,10 @@
 """Throughput: decisions/s of check_and_add_many on SQLite, PostgreSQL and Redis, 1 and 4 writer processes.
 
-    python benchmarks/throughput.py [--backends sqlite,postgres,redis] [--rounds 3] [--seconds 4]
+    python -m benchmarks.throughput [--backends sqlite,postgres,redis] [--rounds 3] [--seconds 4]
                                     [--prefill 100000] [--postgres-url URL] [--redis-url URL] [--no-write]
 
 Pages: template crowds around the eval corpus's real signatures, one in ten a near-duplicate
-(benchmarks/_pages.py). Each backend's index is first filled with --prefill such pages
+(benchmarks/workloads/templates.py). Each backend's index is first filled with --prefill such pages
 (add_many), then every configuration (backend x batch of 1 or 64 x 1 or 4 writers) runs for
 --seconds in each of --rounds interleaved rounds, in a shuffled order, each writer a process of
 its own with its own connection and fresh pages (generated before the start line); the aggregate
@@ -301,7 +301,7 @@ deciding fresh pages for {args.seconds:g} s; the aggregate rate is all writers' 
 common start line to the last one's end. {args.rounds} interleaved rounds (every configuration once a round, in a
 shuffled order), medians. Each index first holds {args.prefill:,} pages (`add_many`), and every run starts from
 them: the pages a run decided are forgotten (`index.forget`) before the next. Pages: template crowds around
-{BASE.source} (`benchmarks/_pages.py`): a page is a template's fingerprint with 8-24 bits flipped and a sketch sharing
+{BASE.source} (`workloads/templates.py`): a page is a template's fingerprint with 8-24 bits flipped and a sketch sharing
 half its slots with the template's, templates picked Zipf-like so a few are big crowds (two random generated
 pages are a median 31 bits apart, 5th percentile 23; in the eval corpus, non-duplicate pages of one repository 27,
 5th percentile 20, of different ones 31); one page in ten a

@@ -26,8 +26,18 @@ def crawl(site: Path, workdir: Path) -> Path:
     server, start = serve(site)
     try:
         subprocess.run(
-            ["wget", "-q", "-r", "-l", "2", "-P", str(workdir / "mirror"),
-             "--warc-file", str(workdir / "crawl"), start],
+            [
+                "wget",
+                "-q",
+                "-r",
+                "-l",
+                "2",
+                "-P",
+                str(workdir / "mirror"),
+                "--warc-file",
+                str(workdir / "crawl"),
+                start,
+            ],
             check=False,  # wget exits 8 when some links are missing, as the corpus's often are
         )
     finally:
