@@ -14,6 +14,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "benchmarks.md"
+# The evaluation corpus: $SIMHASH_BENCH_EVAL, else shared/eval beside the clone.
+EVAL = Path(os.environ.get("SIMHASH_BENCH_EVAL") or REPO.parent / "shared" / "eval")
 _TITLE = "# Benchmarks\n"
 
 

@@ -24,10 +24,9 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._common import command, load_of, machine, stamp, write_section
+from benchmarks._common import EVAL, REPO, command, load_of, machine, stamp, write_section
 from benchmarks._rss import Sampler
 
-REPO = Path(__file__).resolve().parent.parent
 ORDERS = {
     "dfs": [],  # Scrapy's default: LIFO queues, depth-first
     "bfs": [
@@ -134,7 +133,7 @@ FAVORS = {
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.crawl_eval", description=__doc__.splitlines()[0])
-    p.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
+    p.add_argument("--eval", type=Path, default=EVAL, help="the corpus directory")
     p.add_argument("--orders", default="dfs,bfs", help="crawl orders to score: dfs, bfs")
     p.add_argument(
         "--favors",

@@ -38,7 +38,7 @@ from typing import Any
 
 from trafilatura import deduplication as trafilatura_dedup
 
-from benchmarks._common import REPO, Timer, command, machine, median, stamp, table, write_section
+from benchmarks._common import EVAL, Timer, command, machine, median, stamp, table, write_section
 from simhash_index import simhash
 from simhash_index.text.tokens import normalize, words
 
@@ -46,7 +46,7 @@ simhash_module = importlib.import_module(
     "simhash_index.fingerprinting.simhash"
 )  # the package exports a function of that name
 
-DEFAULT_TEXTS = REPO.parent / "shared" / "eval" / "extracted_text.jsonl.gz"
+DEFAULT_TEXTS = EVAL / "extracted_text.jsonl.gz"
 TARGET_VS_PACKAGE = 10.0
 
 

@@ -309,12 +309,13 @@ def main() -> None:
             )
         for case in cases:
             case.figures.update({k: 1 / median(v) for k, v in case.seconds.items() if v})
+    sources = "".join(sorted({f" Templates: {c.workload.source}." for c in cases if c.workload.source}))
     body = f"""## Index: {", ".join(args.workloads)}
 
 `{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(machine())}.
 {args.rounds} interleaved rounds of {args.queries} fresh and {args.queries} near-copy queries,
 {args.checks} check_and_add and {args.batches} batches of {BATCH} per index; medians. Peak RSS of the process:
-{peak_rss_mb():.0f} MB.
+{peak_rss_mb():.0f} MB.{sources}
 
 {table(HEADER, rows(cases, peers))}
 """

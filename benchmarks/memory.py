@@ -38,9 +38,8 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, command, load_of, machine, stamp, table, write_section
+from benchmarks._common import EVAL, REPO, command, load_of, machine, stamp, table, write_section
 from benchmarks._rss import status_kb, tree_rss_mb
-from benchmarks.workloads.templates import EVAL_DIR
 from simhash_index import open_index
 from simhash_index.fingerprinting.fingerprinter import Signature
 
@@ -49,7 +48,7 @@ PLOT = REPO / "docs" / "crawl_memory.png"
 
 def vocabulary(limit: int = 20_000) -> list[str]:
     """Words by frequency: the eval corpus's English texts, else synthetic words."""
-    path = EVAL_DIR / "extracted_text.jsonl.gz"
+    path = EVAL / "extracted_text.jsonl.gz"
     counts: dict[str, int] = {}
     if path.exists():
         with gzip.open(path, "rt", encoding="utf-8") as lines:

@@ -47,13 +47,13 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from benchmarks._common import EVAL
 from simhash_index.fingerprinting.fingerprinter import Fingerprinter
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.fingerprinting.sketch import similarity as sketch_similarity
 from simhash_index.text.tokens import shingles
 
-REPO = Path(__file__).resolve().parent.parent
-SCORER = REPO.parent / "shared" / "eval" / "score.py"
+SCORER = EVAL / "score.py"
 UNRELATED = 0.5  # a collision of texts sharing less than half their shingles: not a version of the same page
 PREVIOUS = "previous defaults;stopwords=False;tf_power=1.33;numbers='split'"
 DEFAULT_CONFIGS = [PREVIOUS, "defaults"]
@@ -289,7 +289,7 @@ def accuracy(
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.selectivity", description=__doc__.splitlines()[0])
-    p.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
+    p.add_argument("--eval", type=Path, default=EVAL, help="the corpus directory")
     p.add_argument("--config", action="append", help="'LABEL;key=value;...' Fingerprinter settings (repeatable)")
     p.add_argument("--distance", default="3", help="Hamming distance of a lookup; several: 3,4,5")
     p.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's, else ../shared/eval's)")

@@ -10,15 +10,15 @@ Needs wget, and the [bench] extra (fastwarc, warcio).
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ._common import REPO, Timer, command, machine, median, stamp, table, write_section
+from ._common import EVAL, Timer, command, machine, median, stamp, table, write_section
 from .crawl_eval import serve
-
-DEFAULT_EVAL = REPO.parent / "shared" / "eval"
 
 
 def crawl(site: Path, workdir: Path) -> Path:
@@ -82,7 +82,15 @@ def import_seconds(archive: Path, workdir: Path) -> float:
     db = workdir / "import.db"
     with Timer() as timer:
         subprocess.run(
-            ["simhash-index", "import", "--db", f"sqlite:///{db}", "--workers", "0", str(archive)],
+            [
+                shutil.which("simhash-index") or str(Path(sys.executable).with_name("simhash-index")),
+                "import",
+                "--db",
+                f"sqlite:///{db}",
+                "--workers",
+                "0",
+                str(archive),
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -91,7 +99,7 @@ def import_seconds(archive: Path, workdir: Path) -> float:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.warc_readers", description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--eval", type=Path, default=DEFAULT_EVAL, help="the evaluation corpus (its site/ is crawled)")
+    p.add_argument("--eval", type=Path, default=EVAL, help="the evaluation corpus (its site/ is crawled)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
     return p

@@ -58,6 +58,7 @@ class Workload:
     copies: list[Page]  # near copies of stored pages
     signatures: list[Signature] | None = None  # the stored pages with sketches, when the workload has them
     keys: list[str] | None = None  # their keys; None: page_key(i)
+    source: str = ""  # where the pages come from, when not generated alone
 
     def items(self) -> Iterator[tuple[str, Page]]:
         """(key, page) of every stored page, for add_many."""
@@ -94,7 +95,7 @@ def _templates(n: int, fresh: int, seed: int) -> Workload:
     for _, sig, near in new:
         made[near].append(sig)
     fps = np.array([s.simhash for s in stored], dtype=np.uint64)
-    return Workload("templates", fps, made[False][:fresh], made[True][:fresh], signatures=stored)
+    return Workload("templates", fps, made[False][:fresh], made[True][:fresh], signatures=stored, source=base.source)
 
 
 def _realistic(n: int, fresh: int, seed: int, workers: int = 2) -> Workload:

@@ -288,6 +288,8 @@ def calibration(args: argparse.Namespace) -> str:
     for lang in ("en", "zh"):
         pages = corpus(lang, args.seed)
         numbers = [s for language, s in sites if language == lang]
+        if not numbers:
+            continue
         totals: Counter = Counter()
         first: list[tuple[np.ndarray, np.ndarray]] = []  # 3 sites, for the pairs across sites
         for s in numbers:

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._common import EVAL
 from simhash_index import Fingerprinter
 from simhash_index.fingerprinting.fingerprinter import Signature
 
 from . import flip
 
-EVAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 SKETCH = 256
 
 
@@ -44,7 +44,7 @@ class Templates:
     source: str
 
 
-def templates(eval_dir: Path = EVAL_DIR, limit: int | None = None) -> Templates:
+def templates(eval_dir: Path = EVAL, limit: int | None = None) -> Templates:
     """The eval corpus's near-matchable signatures; 1,000 random ones when it is absent."""
     path = eval_dir / "extracted_text.jsonl.gz"
     if not path.exists():
