@@ -12,8 +12,8 @@ stored) and of near copies (a stored page 1 to 3 bits off), check_and_add (a com
 check_and_add_many in batches of 64 (one page in ten a near copy). Beside the rates: bytes per page
 (SQLite's file after a checkpoint, PostgreSQL's tables and indexes, Redis's used_memory growth), the
 index entries a fresh lookup reads (counted in numpy from the layout's probes; Redis: its 16-bit
-block buckets before its popcount filter), the stored pages within the radius, and every near copy's
-answer checked against brute force. --peer adds the `simhash` package's SimhashIndex (pure Python, in
+block buckets before its popcount filter), the stored pages within the radius, and 100 near copies'
+answers checked against brute force. --peer adds the `simhash` package's SimhashIndex (pure Python, in
 memory, at the largest radius of the workload's indexes) built from each workload's largest N, queried
 in the same rounds.
 """
