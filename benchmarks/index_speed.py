@@ -38,7 +38,7 @@ import simhash as simhash_package
 from benchmarks._common import Timer, command, flip, machine, median, page_key, peak_rss_mb, stamp, table, write_section
 from benchmarks._stores import DEFAULT_POSTGRES, candidate_statement, disk_bytes, postgres_schema, vacuum
 from simhash_index import Index, SimhashIndex
-from simhash_index.fingerprinting.simhash import blocks
+from simhash_index.fingerprinting.bits import blocks
 from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.statements import fetch
 

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
         SimhashIndexError,
     )
     from .fingerprinting.fingerprinter import Fingerprinter, NoFeaturesError, Signature, fingerprint
-    from .fingerprinting.simhash import bit_similarity, hamming, simhash, simhash_sparse
+    from .fingerprinting.bits import hamming
+    from .fingerprinting.simhash import bit_similarity, simhash, simhash_sparse
     from .fingerprinting.weights import load_word_weights
     from .index.base import Index
     from .index.factory import SimhashIndex, open_index
@@ -39,7 +40,7 @@ _HOMES = {
     "Signature": "fingerprinting.fingerprinter",
     "fingerprint": "fingerprinting.fingerprinter",
     "bit_similarity": "fingerprinting.simhash",
-    "hamming": "fingerprinting.simhash",
+    "hamming": "fingerprinting.bits",
     "simhash": "fingerprinting.simhash",
     "simhash_sparse": "fingerprinting.simhash",
     "load_word_weights": "fingerprinting.weights",

@@ -12,9 +12,8 @@ from typing import SupportsIndex, cast
 import xxhash
 
 from .. import defaults
+from ..fingerprinting.bits import MASK64, to_signed
 from ..fingerprinting.fingerprinter import Signature
-
-MASK64 = (1 << 64) - 1
 
 Fingerprint = int | Signature | None  # what check_and_add and add take
 
@@ -179,16 +178,6 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         None if sketch is None else bytes(sketch),
         exact_only=bool(exact_only),
     )
-
-
-def to_signed(value: int) -> int:
-    """An unsigned 64-bit value as the signed integer a BIGINT column holds."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def to_unsigned(value: int) -> int:
-    """The inverse of `to_signed`."""
-    return value & MASK64
 
 
 def as_utc(moment: datetime) -> datetime:

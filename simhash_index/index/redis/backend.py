@@ -26,7 +26,7 @@ from ...errors import (
     install_extra,
 )
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
-from ...fingerprinting.simhash import blocks
+from ...fingerprinting.bits import blocks
 from ..base import Description, Forgotten, Index, Page
 from ..probes import part_probes
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage

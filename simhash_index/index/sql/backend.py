@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 
 from ... import defaults, urls
 from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
+from ...fingerprinting.bits import hamming, to_signed, to_unsigned
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
 from ..base import Cluster, Description, Forgotten, Index, Page
@@ -32,8 +33,6 @@ from ..records import (
     as_utc,
     key_hash,
     now,
-    to_signed,
-    to_unsigned,
 )
 from ..texts import TextSizes
 from . import batch, forgetting
@@ -292,7 +291,7 @@ class SqlIndex(Index):
         ids = {
             row_id
             for row_id, stored, exact_only in fetch(conn, statement, parameters)
-            if not exact_only and ((stored ^ fingerprint) & 0xFFFFFFFFFFFFFFFF).bit_count() <= self.max_distance
+            if not exact_only and hamming(to_unsigned(stored), fingerprint) <= self.max_distance
         }
         if not ids:
             return []

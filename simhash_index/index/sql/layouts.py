@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ...fingerprinting.bits import blocks, interleaved_blocks, to_signed
 from ..probes import MAX_BLOCKS_RADIUS, MAX_HALVES_RADIUS, part_probes
-from ..records import to_signed
 
 LAYOUTS = ("blocks", "halves")
 ASSIGNMENTS = ("contiguous", "interleaved")
@@ -36,23 +36,6 @@ HALF_KEYS = {
     "high_half": "(fingerprint >> 32)",
 }
 _SIGN = 0x80000000
-
-
-def contiguous_blocks(fingerprint: int) -> tuple[int, int, int, int]:
-    """Bits 0-15, 16-31, 32-47, 48-63 of an unsigned 64-bit fingerprint."""
-    return (fingerprint & 0xFFFF, (fingerprint >> 16) & 0xFFFF, (fingerprint >> 32) & 0xFFFF, fingerprint >> 48)
-
-
-def interleaved_blocks(fingerprint: int) -> tuple[int, int, int, int]:
-    """Block i holds bits i, i+4, ..., i+60 of the fingerprint, bit i+4j as its bit j."""
-    out = []
-    for i in range(4):
-        x = (fingerprint >> i) & 0x1111111111111111  # every fourth bit, gathered below
-        x = (x | (x >> 3)) & 0x0303030303030303
-        x = (x | (x >> 6)) & 0x000F000F000F000F
-        x = (x | (x >> 12)) & 0x000000FF000000FF
-        out.append((x | (x >> 24)) & 0xFFFF)
-    return out[0], out[1], out[2], out[3]
 
 
 def _array(values: list[int]) -> str:
@@ -83,7 +66,7 @@ class Layout:
         return BLOCK_COLUMNS if self.name == "blocks" else ()
 
     def blocks(self, fingerprint: int) -> tuple[int, int, int, int]:
-        return interleaved_blocks(fingerprint) if self.assignment == "interleaved" else contiguous_blocks(fingerprint)
+        return interleaved_blocks(fingerprint) if self.assignment == "interleaved" else blocks(fingerprint)
 
     def values(self, fingerprint: int | None, near_matchable: bool) -> tuple[int | None, ...]:
         """The lookup columns' values of a row: its blocks, or NULLs for a page matched only
