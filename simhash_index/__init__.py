@@ -18,8 +18,8 @@ if TYPE_CHECKING:
         SchemeMismatchError,
         SimhashIndexError,
     )
-    from .fingerprinting.fingerprinter import Fingerprinter, NoFeaturesError, Signature, fingerprint
     from .fingerprinting.bits import hamming
+    from .fingerprinting.fingerprinter import Fingerprinter, NoFeaturesError, Signature, fingerprint
     from .fingerprinting.simhash import bit_similarity, simhash, simhash_sparse
     from .fingerprinting.weights import load_word_weights
     from .index.base import Index

@@ -11,9 +11,8 @@ from .. import defaults
 from ..index import explain as evidence
 from ..index import texts
 from ..index.base import Index
-from ..index.factory import open_index as open_backend
 from . import formats, listings
-from .commands import cli, db_option, format_option, max_distance_option, output_format
+from .group import db_option, format_option, max_distance_option, open_index, output_format
 
 
 def text_diff(index: Index, a: str, b: str) -> str | None:
@@ -90,7 +89,7 @@ def _hex(value: int | None) -> str | None:
     return None if value is None else f"{value:016x}"
 
 
-@cli.command()
+@click.command()
 @db_option
 @format_option(("text", "json"), piped="json")
 @click.argument("url")
@@ -115,16 +114,7 @@ def explain(
     it), or that its text is too short for a near match. Read from the index
     as it is now.
     """
-    opened = open_backend(
-        db,
-        create=False,
-        read_only=True,
-        scheme=None,
-        max_distance=max_distance,
-        min_similarity=min_similarity,
-        window=window,
-    )
-    index = click.get_current_context().with_resource(opened)
+    index = open_index(db, max_distance=max_distance, min_similarity=min_similarity, window=window)
     explanation = evidence.explain(index, url)
     if explanation.found.status == "unknown":
         raise click.ClickException(

@@ -89,6 +89,13 @@ class Policy:
                 f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
             )
 
+    @classmethod
+    def of(
+        cls, max_distance: int | None, min_similarity: float = defaults.MIN_SIMILARITY, window: timedelta | None = None
+    ) -> Policy:
+        """The policy of options as given, where `max_distance` None means the default radius."""
+        return cls(defaults.MAX_DISTANCE if max_distance is None else max_distance, min_similarity, window)
+
     def within(self, page: StoredPage, moment: datetime | None) -> bool:
         """Whether a stored page is in the window at `moment` (pages of this batch always are)."""
         if self.window is None or moment is None or page.stored_at is None:

@@ -16,8 +16,8 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
-from ...fingerprinting.fingerprinter import Signature
 from ...fingerprinting.bits import to_signed, to_unsigned
+from ...fingerprinting.fingerprinter import Signature
 from ..records import StoredPage, key_hash
 from .layouts import Layout
 
