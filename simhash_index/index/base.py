@@ -12,7 +12,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -247,9 +247,11 @@ class Index(ABC):
             self.close()
             raise
 
-    def _bulk_load(self) -> AbstractContextManager[None]:
-        """What an insertion session runs inside: a backend may prepare for a large load."""
-        return nullcontext()
+    def _start_bulk_load(self) -> None:  # noqa: B027 - a hook most backends leave empty
+        """An insertion session begins: a backend may prepare for a large load."""
+
+    def _end_bulk_load(self) -> None:  # noqa: B027 - a hook most backends leave empty
+        """An insertion session ends, whether or not its last batch was stored."""
 
     @abstractmethod
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]: ...
@@ -323,10 +325,9 @@ class InsertionSession:
         self.on_batch = on_batch
         self.stored = 0
         self._batch: list[Page] = []
-        self._loading = ExitStack()
 
     def __enter__(self) -> InsertionSession:
-        self._loading.enter_context(self.index._bulk_load())
+        self.index._start_bulk_load()
         return self
 
     def add(self, key: str, fingerprint: Fingerprint) -> None:
@@ -344,6 +345,8 @@ class InsertionSession:
                 self.on_batch(self.stored)
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
-        with self._loading:
+        try:
             if exc_type is None:
                 self.flush()
+        finally:
+            self.index._end_bulk_load()

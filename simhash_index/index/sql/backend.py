@@ -92,7 +92,7 @@ class SqlIndex(Index):
         self.access = access
         self.read_only = access.read_only
         self.keep_texts = keep_texts
-        self.keys_unique = True  # False during a bulk load that dropped the key-hash index
+        self._load = bulk.NO_LOAD
         self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
         if create:
@@ -201,15 +201,20 @@ class SqlIndex(Index):
         with self.transaction() as conn:
             return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
 
-    @contextmanager
-    def _bulk_load(self) -> Iterator[None]:
-        """Into an empty index, the documents' indexes are dropped for the load and built at its end (bulk.py)."""
-        with bulk.indexes_dropped_if_empty(self.transaction, self.tables.documents) as keys_unique:
-            self.keys_unique = keys_unique
-            try:
-                yield
-            finally:
-                self.keys_unique = True
+    @property
+    def keys_unique(self) -> bool:
+        """False during a bulk load that dropped the key-hash index: writes may not rely on it."""
+        return self._load.keys_unique
+
+    def _start_bulk_load(self) -> None:
+        with self.transaction() as conn:
+            self._load = bulk.start(conn, self.tables.documents)
+
+    def _end_bulk_load(self) -> None:
+        load, self._load = self._load, bulk.NO_LOAD
+        if load.rebuild:
+            with self.transaction() as conn:
+                bulk.finish(conn, self.tables.documents)
 
     def _add_many(self, pages: Sequence[Page]) -> None:
         self._writable()

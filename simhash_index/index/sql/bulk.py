@@ -9,32 +9,38 @@ out, and the next writer to open the index builds them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 
 from sqlalchemy import Table
 from sqlalchemy.engine import Connection
 from sqlalchemy.schema import DropIndex
 
-from .schema import KEY_HASH_INDEX
+from .schema import DOCUMENTS, KEY_HASH_INDEX
 from .table_indexes import build_missing_indexes, key_indexes
 
 
-@contextmanager
-def indexes_dropped_if_empty(
-    transaction: Callable[[], AbstractContextManager[Connection]], documents: Table
-) -> Iterator[bool]:
-    """A load into the documents table, given `transaction` to open a writing one: yields
-    whether keys stay unique (False: the key hash's unique index is dropped until the end,
-    and writes must not rely on it)."""
-    with transaction() as conn:
-        empty = conn.exec_driver_sql("SELECT id FROM simhash_documents LIMIT 1").first() is None
-        dropped = key_indexes(conn, documents) if empty else []
-        for index in dropped:
-            conn.execute(DropIndex(index, if_exists=True))  # reflection skips expression indexes
-    try:
-        yield not any(index.name == KEY_HASH_INDEX for index in dropped)
-    finally:
-        if empty:
-            with transaction() as conn:
-                build_missing_indexes(conn, documents)
+@dataclass(frozen=True)
+class Load:
+    """A bulk load under way: whether the indexes are to be built at its end, and whether
+    the key-hash unique index is still there (False: writes must not rely on it)."""
+
+    rebuild: bool = False
+    keys_unique: bool = True
+
+
+NO_LOAD = Load()
+
+
+def start(conn: Connection, documents: Table) -> Load:
+    """A load begins: an empty table's indexes are dropped."""
+    if conn.exec_driver_sql(f"SELECT id FROM {DOCUMENTS} LIMIT 1").first() is not None:
+        return NO_LOAD
+    dropped = key_indexes(conn, documents)
+    for index in dropped:
+        conn.execute(DropIndex(index, if_exists=True))  # reflection skips expression indexes
+    return Load(rebuild=True, keys_unique=not any(index.name == KEY_HASH_INDEX for index in dropped))
+
+
+def finish(conn: Connection, documents: Table) -> None:
+    """A load that dropped the indexes ends: they are built."""
+    build_missing_indexes(conn, documents)
