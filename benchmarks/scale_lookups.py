@@ -2,7 +2,7 @@
 
 The numpy side needs no database: it counts, from the stored fingerprints themselves, the rows
 the half lookups must return (a cross-check of the SQL) and the rows a Manku-style table of
-16-bit blocks (one lookup per block, the design this index replaced) would read.
+16-bit blocks (one lookup per block, as the blocks layout probes at radius 3) would read.
 """
 
 from __future__ import annotations

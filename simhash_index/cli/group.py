@@ -13,7 +13,7 @@ from typing import Any
 import click
 from sqlalchemy.exc import SQLAlchemyError
 
-from .. import __version__, defaults
+from .. import DISTRIBUTION, defaults
 from ..errors import (
     IndexNotFoundError,
     IndexUnavailableError,
@@ -124,7 +124,7 @@ def open_index(db: str, *, write: bool = False, **options: Any) -> Index:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="simhash-index")
+@click.version_option(package_name=DISTRIBUTION, prog_name="simhash-index")  # read on --version
 def cli() -> None:
     """Inspect and query a simhash-index near-duplicate database.
 

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from ...fingerprinting.bits import blocks, interleaved_blocks, to_signed
 from ..probes import MAX_BLOCKS_RADIUS, MAX_HALVES_RADIUS, part_probes
 
-LAYOUTS = ("blocks", "halves")
-ASSIGNMENTS = ("contiguous", "interleaved")
+LayoutName = Literal["blocks", "halves"]
+Assignment = Literal["contiguous", "interleaved"]
+LAYOUTS: tuple[LayoutName, ...] = get_args(LayoutName)
+ASSIGNMENTS: tuple[Assignment, ...] = get_args(Assignment)
 BLOCK_COLUMNS = ("block0", "block1", "block2", "block3")
 # The halves as signed 32-bit expressions (4 bytes in an SQLite index entry): bits 0-31 offset
 # by -2**31 (SQLite has no XOR), bits 32-63 as the arithmetic shift of the signed column gives them.
@@ -47,8 +49,8 @@ def _array(values: list[int]) -> str:
 class Layout:
     """A documents table's lookup layout, and the SQL that probes it."""
 
-    name: Literal["blocks", "halves"]
-    assignment: Literal["contiguous", "interleaved"] = "contiguous"
+    name: LayoutName
+    assignment: Assignment = "contiguous"
 
     def __post_init__(self) -> None:
         if self.name not in LAYOUTS:
