@@ -31,7 +31,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
     obj: dict[str, Any] = {
         "url": found.key,
         "decision": found.status,
-        "simhash": _hex(found.fingerprint),
+        "simhash": listings.hex_or_none(found.fingerprint),
         "max_distance": explanation.max_distance,
         "min_similarity": explanation.min_similarity,
     }
@@ -52,7 +52,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
             "candidates": [
                 {
                     "url": c.key,
-                    "simhash": _hex(c.fingerprint),
+                    "simhash": listings.hex_or_none(c.fingerprint),
                     "distance": c.distance,
                     "similarity": listings.score(c.similarity),
                     "duplicate": c.accepted,
@@ -83,10 +83,6 @@ def write_text(obj: dict[str, Any], out: TextIO) -> None:
             if candidate.get("diff"):
                 out.write(f"\nwords changed from {formats.visible(candidate['url'])}:\n")
                 out.write(formats.visible(candidate["diff"]) + "\n")
-
-
-def _hex(value: int | None) -> str | None:
-    return None if value is None else f"{value:016x}"
 
 
 @click.command()

@@ -106,7 +106,7 @@ def output_format(fmt: str | None, piped: str = "jsonl") -> str:
     return fmt or formats.default_format(piped)
 
 
-# -- opening the database and reading pages ---------------------------------------
+# -- opening the index ---------------------------------------------------------------
 
 
 def open_index(db: str, *, write: bool = False, **options: Any) -> Index:
