@@ -130,5 +130,3 @@ def cli() -> None:
 
     The database is --db, else $SIMHASH_DATABASE_URL, else sqlite:///simhash.db.
     """
-
-

@@ -56,11 +56,11 @@ def open_index(
     url, texts = _option_in_url(url, "texts")
     if texts is not None and texts not in ("0", "1", "true", "false"):
         raise ValueError(f"?texts= must be 1 or 0; got {texts!r}")
-    url, in_url = _option_in_url(url, "window")
-    if in_url is not None and window is not None and as_window(window) != as_window(in_url):
-        raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
+    url, window_in_url = _option_in_url(url, "window")
+    if window_in_url is not None and window is not None and as_window(window) != as_window(window_in_url):
+        raise ValueError(f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}")
     options = Options(
-        policy=Policy.of(max_distance, min_similarity, as_window(window if window is not None else in_url)),
+        policy=Policy.of(max_distance, min_similarity, as_window(window if window is not None else window_in_url)),
         radius_chosen=max_distance is not None,
         scheme=scheme,
         create=create and not read_only,
