@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simhash_index.fingerprinting.bits import blocks
 from simhash_index.fingerprinting.fingerprinter import Signature
 from simhash_index.index.probes import probe_count, tolerances, variants
 from simhash_index.index.sql.engine import advisory_lock_keys
-from simhash_index.fingerprinting.bits import blocks
 from simhash_index.index.sql.layouts import Layout
 
 fingerprints = st.integers(0, 2**64 - 1)
