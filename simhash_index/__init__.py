@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    __version__: str
     from .errors import (
         IndexNotFoundError,
         IndexUnavailableError,
@@ -18,8 +19,9 @@ if TYPE_CHECKING:
         SchemeMismatchError,
         SimhashIndexError,
     )
+    from .fingerprinting.bits import hamming
     from .fingerprinting.fingerprinter import Fingerprinter, NoFeaturesError, Signature, fingerprint
-    from .fingerprinting.simhash import bit_similarity, hamming, simhash, simhash_sparse
+    from .fingerprinting.simhash import bit_similarity, simhash, simhash_sparse
     from .fingerprinting.weights import load_word_weights
     from .index.base import Index
     from .index.factory import SimhashIndex, open_index
@@ -39,7 +41,7 @@ _HOMES = {
     "Signature": "fingerprinting.fingerprinter",
     "fingerprint": "fingerprinting.fingerprinter",
     "bit_similarity": "fingerprinting.simhash",
-    "hamming": "fingerprinting.simhash",
+    "hamming": "fingerprinting.bits",
     "simhash": "fingerprinting.simhash",
     "simhash_sparse": "fingerprinting.simhash",
     "load_word_weights": "fingerprinting.weights",
@@ -79,10 +81,14 @@ __all__ = [
     "simhash",
     "simhash_sparse",
 ]
-__version__ = "0.1.0"
+DISTRIBUTION = "simhash-index"  # the name pip knows; its metadata holds the version (pyproject.toml)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read on first use: importing importlib.metadata takes tens of ms
+        from importlib.metadata import version
+
+        return version(DISTRIBUTION)
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'simhash_index' has no attribute {name!r}")
@@ -92,4 +98,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+    return sorted([*globals(), *_HOMES, "__version__"])

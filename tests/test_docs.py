@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from simhash_index.cli.commands import cli
+from simhash_index.cli import cli
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 SECTION = "## The command line"

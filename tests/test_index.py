@@ -26,7 +26,7 @@ from simhash_index import (
     SimhashIndex,
     hamming,
 )
-from simhash_index.fingerprinting.simhash import to_unsigned
+from simhash_index.fingerprinting.bits import to_unsigned
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.index.probes import MAX_HALVES_RADIUS
 from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE

@@ -21,8 +21,8 @@ from sqlalchemy import (
 )
 
 from simhash_index import Match, SchemaVersionError, Signature, SimhashIndex
+from simhash_index.fingerprinting.bits import blocks, to_signed
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
-from simhash_index.fingerprinting.simhash import blocks, to_signed
 from simhash_index.index.records import key_hash
 from simhash_index.index.sql.layouts import Layout
 from simhash_index.index.sql.schema import SCHEMA_VERSION

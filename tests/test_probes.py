@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simhash_index.fingerprinting.bits import blocks
 from simhash_index.fingerprinting.fingerprinter import Signature
 from simhash_index.index.probes import probe_count, tolerances, variants
 from simhash_index.index.sql.engine import advisory_lock_keys
-from simhash_index.index.sql.layouts import Layout, contiguous_blocks
+from simhash_index.index.sql.layouts import Layout
 
 fingerprints = st.integers(0, 2**64 - 1)
 
@@ -68,7 +69,7 @@ def test_fingerprints_eight_bits_apart_in_two_bytes_of_every_block_may_share_no_
     """The locks are no coarser than they need be: 8 bits, two in each block, one in each byte."""
     a = 0
     b = sum(1 << (16 * block + bit) for block in range(4) for bit in (0, 8))
-    assert contiguous_blocks(a) != contiguous_blocks(b)
+    assert blocks(a) != blocks(b)
     assert not set(advisory_lock_keys(Signature(a, None), 1, 7)) & set(advisory_lock_keys(Signature(b, None), 2, 7))
 
 

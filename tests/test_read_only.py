@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from simhash_index import SimhashIndex, SimhashIndexError
-from simhash_index.cli.commands import cli
+from simhash_index.cli import cli
 
 
 def run(*args: str) -> object:

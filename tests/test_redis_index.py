@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from conftest import REQUIRE_ENV, driver, redis_prefix_url, redis_server
 
 from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, hamming
-from simhash_index.cli.commands import cli
+from simhash_index.cli import cli
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.urls import masked as masked_url
 

@@ -14,16 +14,13 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simhash_index.fingerprinting.bits import blocks, hamming, to_signed, to_unsigned
 from simhash_index.fingerprinting.simhash import (
     bit_similarity,
-    blocks,
     from_hex,
-    hamming,
     simhash,
     simhash_sparse,
     to_hex,
-    to_signed,
-    to_unsigned,
     xxh64_dimensions,
 )
 

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from simhash_index import IndexUnavailableError, SimhashIndex
-from simhash_index.cli.commands import cli
+from simhash_index.cli import cli
 from simhash_index.urls import masked, scrub, unescaped_userinfo
 
 SECRET = "S3cretPw"

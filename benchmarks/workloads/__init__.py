@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simhash_index.fingerprinting.bits import MASK64
 from simhash_index.fingerprinting.fingerprinter import Signature
 
 Page = int | Signature
 BLOCK0 = 0x5A5A  # the block0 value the skew workload's crowd shares
-MASK64 = (1 << 64) - 1
 
 
 def uniform_fingerprints(n: int, seed: int) -> np.ndarray:

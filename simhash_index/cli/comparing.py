@@ -9,14 +9,14 @@ from typing import Any
 
 import click
 
+from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Fingerprinter, Signature
-from ..fingerprinting.simhash import from_hex, hamming, to_hex
+from ..fingerprinting.simhash import from_hex, to_hex
 from ..index import explain as evidence
 from ..index.base import Index
 from . import formats, listings
-from .commands import (
+from .group import (
     FILE_OR_STDIN,
-    cli,
     db_option,
     format_option,
     max_distance_option,
@@ -28,7 +28,7 @@ from .commands import (
 from .inputs import fingerprint_of, fingerprinter_for, progress, read_page
 
 
-@cli.command()
+@click.command()
 @db_option
 @format_option()
 @click.option("--url", help="A page stored in the database.")
@@ -110,7 +110,7 @@ def signature_of(fingerprinter: Fingerprinter, text: str, name: str) -> Signatur
     return Signature(fingerprint, None, None if signature is None else signature.sketch)
 
 
-@cli.command()
+@click.command()
 @format_option()
 @click.argument("files", nargs=-1, required=True, type=FILE_OR_STDIN)
 @word_weights_option
@@ -141,7 +141,7 @@ def fingerprint(fmt: str | None, files: tuple[str, ...], word_weights: str | Non
         click.get_current_context().exit(1)
 
 
-@cli.command()
+@click.command()
 @db_option
 @format_option()
 @click.argument("a")

@@ -11,9 +11,8 @@ from .. import defaults
 from ..index import explain as evidence
 from ..index import texts
 from ..index.base import Index
-from ..index.factory import open_index as open_backend
 from . import formats, listings
-from .commands import cli, db_option, format_option, max_distance_option, output_format
+from .group import db_option, format_option, max_distance_option, open_index, output_format
 
 
 def text_diff(index: Index, a: str, b: str) -> str | None:
@@ -32,7 +31,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
     obj: dict[str, Any] = {
         "url": found.key,
         "decision": found.status,
-        "simhash": _hex(found.fingerprint),
+        "simhash": listings.hex_or_none(found.fingerprint),
         "max_distance": explanation.max_distance,
         "min_similarity": explanation.min_similarity,
     }
@@ -53,7 +52,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
             "candidates": [
                 {
                     "url": c.key,
-                    "simhash": _hex(c.fingerprint),
+                    "simhash": listings.hex_or_none(c.fingerprint),
                     "distance": c.distance,
                     "similarity": listings.score(c.similarity),
                     "duplicate": c.accepted,
@@ -86,11 +85,7 @@ def write_text(obj: dict[str, Any], out: TextIO) -> None:
                 out.write(formats.visible(candidate["diff"]) + "\n")
 
 
-def _hex(value: int | None) -> str | None:
-    return None if value is None else f"{value:016x}"
-
-
-@cli.command()
+@click.command()
 @db_option
 @format_option(("text", "json"), piped="json")
 @click.argument("url")
@@ -115,16 +110,7 @@ def explain(
     it), or that its text is too short for a near match. Read from the index
     as it is now.
     """
-    opened = open_backend(
-        db,
-        create=False,
-        read_only=True,
-        scheme=None,
-        max_distance=max_distance,
-        min_similarity=min_similarity,
-        window=window,
-    )
-    index = click.get_current_context().with_resource(opened)
+    index = open_index(db, max_distance=max_distance, min_similarity=min_similarity, window=window)
     explanation = evidence.explain(index, url)
     if explanation.found.status == "unknown":
         raise click.ClickException(

@@ -21,7 +21,7 @@ from typing import IO, Any
 import click
 
 from ..fingerprinting.pages import PageSetup
-from .commands import cli, db_option, max_distance_option, open_index, word_weights_option
+from .group import db_option, max_distance_option, open_index, word_weights_option
 from .importing import _import_pages, open_existing
 from .inputs import fingerprinter_for
 from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format, scan
@@ -30,7 +30,7 @@ REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
 COMPANION_KINDS = ("request", "metadata")
 
 
-@cli.command("filter")
+@click.command("filter")
 @db_option
 @click.argument("archive", type=click.Path(exists=True, dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
@@ -111,7 +111,7 @@ def _dropped_pages(
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if source is not None:
         source.close()
-    index = open_index(db, create=True, max_distance=max_distance, scheme=fingerprinter.scheme)
+    index = open_index(db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme)
     rows = list(_import_pages(index, PageSetup(fingerprinter), archive, workers, Counter(), False, False))
     pages = [r for r in records if r.why_not_page is None]
     if [row["url"] for row in rows] != [page.target for page in pages]:

@@ -21,8 +21,8 @@ import click
 from ..index import texts
 from ..index.base import Cluster, Index
 from ..index.records import Duplicate
-from .commands import cli, db_option, open_index
 from .formats import visible
+from .group import db_option, open_index
 from .report_assets import CSP, SCRIPT, STYLE
 from .reports import host_of
 
@@ -242,7 +242,7 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str
     return f"{stored} pages stored, {duplicates} duplicates ({kinds}), {shown} clusters"
 
 
-@cli.command()
+@click.command()
 @db_option
 @click.option(
     "--html",

@@ -13,12 +13,12 @@ from .. import defaults
 from ..errors import IndexNotFoundError
 from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
 from ..index.base import Index
-from ..index.records import Policy, check_key
+from ..index.dry_run import DryRunIndex
+from ..index.records import check_key
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
-from . import listings, reports
-from .commands import (
+from . import listings
+from .group import (
     FILE_OR_STDIN,
-    cli,
     db_option,
     format_option,
     max_distance_option,
@@ -30,7 +30,7 @@ from .inputs import fingerprinter_for, read_corpus
 from .warc import is_archive, not_pages, read_archive
 
 
-@cli.command("import")
+@click.command("import")
 @db_option
 @click.argument("file", type=FILE_OR_STDIN)
 @click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
@@ -86,20 +86,21 @@ def import_(
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
         target: Any = click.get_current_context().with_resource(
-            reports.DryRunIndex(source, scheme=fingerprinter.scheme, policy=dry_run_policy(source, max_distance))
+            DryRunIndex(source, scheme=fingerprinter.scheme, max_distance=max_distance)
         )
     else:
         if source is not None:
             source.close()
         target = open_index(
             db,
+            write=True,
             create=True,
             max_distance=max_distance,
             layout=layout,
             block_assignment=block_assignment,
             scheme=fingerprinter.scheme,
+            keep_texts=keep_texts,
         )
-        target.keep_texts = target.keep_texts or keep_texts
     counts: Counter[str] = Counter()
     decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run, strict)
     if dry_run:
@@ -151,13 +152,6 @@ def _import_pages(
             target.store_texts([(line.url, page.text)])
         counts["dropped" if match is not None else "kept"] += 1
         yield {"url": line.url, "outcome": "kept"} if match is None else listings.dropped_row(line.url, match)
-
-
-def dry_run_policy(source: Index | None, max_distance: int | None) -> Policy:
-    """The policy a dry run decides with: the index's (its radius as opened), or a new index's."""
-    if source is not None:
-        return source.policy
-    return Policy(defaults.MAX_DISTANCE if max_distance is None else max_distance)
 
 
 def open_existing(db: str, max_distance: int | None) -> Index | None:

@@ -7,11 +7,10 @@ from typing import Any
 
 import click
 
-from ..index.base import Forgotten, Index
-from ..index.factory import open_index as open_backend
+from ..index.base import Forgotten
 from ..index.records import parse_duration
 from . import formats
-from .commands import cli, db_option
+from .group import db_option, open_index
 from .inputs import IsoDateTime
 
 
@@ -27,16 +26,11 @@ class Duration(click.ParamType):  # type: ignore[type-arg]  # generic in click >
             self.fail(str(exc))
 
 
-def open_to_write(db: str) -> Index:
-    """An existing index, opened to write; closed when the command ends."""
-    return click.get_current_context().with_resource(open_backend(db, create=False, scheme=None))
-
-
 def said(forgotten: Forgotten) -> str:
     return f"forgot {forgotten.pages} pages stored and {forgotten.duplicates} duplicates logged"
 
 
-@cli.command()
+@click.command()
 @db_option
 @click.argument("urls", nargs=-1, required=True)
 def forget(db: str, urls: tuple[str, ...]) -> None:
@@ -46,14 +40,14 @@ def forget(db: str, urls: tuple[str, ...]) -> None:
     forgotten one is checked anew when it comes back (docs/forgetting.md).
     Exits 1 when the index holds none of the URLs.
     """
-    forgotten = open_to_write(db).forget(urls)
+    forgotten = open_index(db, write=True).forget(urls)
     click.echo(said(forgotten))
     if not (forgotten.pages or forgotten.duplicates):
         held = f"does not hold {formats.visible(urls[0])}" if len(urls) == 1 else f"holds none of the {len(urls)} URLs"
         raise click.ClickException(f"the index {held}: neither stored nor logged as a duplicate")
 
 
-@cli.command()
+@click.command()
 @db_option
 @click.option(
     "--older-than", "older_than", type=Duration(), help="Forget pages stored longer ago than this (30d, 12h)."
@@ -73,7 +67,7 @@ def prune(db: str, older_than: timedelta | None, before: datetime | None, dry_ru
     if (older_than is None) == (before is None):
         raise click.UsageError("give one of --older-than and --before")
     cutoff = before if before is not None else datetime.now(timezone.utc) - older_than  # type: ignore[operator]
-    index = open_to_write(db)
+    index = open_index(db, write=True)
     doomed = f"{index.stored_before(cutoff)} of the {len(index)} pages {index.url} stores"
     moment = cutoff.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     if dry_run:
@@ -84,7 +78,7 @@ def prune(db: str, older_than: timedelta | None, before: datetime | None, dry_ru
     click.echo(said(index.prune(before=cutoff)))
 
 
-@cli.command()
+@click.command()
 @db_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def reset(db: str, yes: bool) -> None:
@@ -93,7 +87,7 @@ def reset(db: str, yes: bool) -> None:
     Asks for confirmation first, naming the index and what it holds (--yes
     does not ask). The index's settings stay.
     """
-    index = open_to_write(db)
+    index = open_index(db, write=True)
     if not yes:
         click.confirm(f"Empty {index.url}, which stores {len(index)} pages?", abort=True, err=True)
     click.echo(said(index.reset()))

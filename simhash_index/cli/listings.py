@@ -44,7 +44,7 @@ def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:
     rows = (
         {
             "url": m.key,
-            "simhash": _hex(m.fingerprint),
+            "simhash": hex_or_none(m.fingerprint),
             "distance": m.distance,
             "bit_similarity": bits_alike(m.distance),
             "similarity": score(m.similarity),
@@ -83,7 +83,8 @@ def write_dry_run(rows: Iterable[Row], fmt: str, out: TextIO) -> None:
     write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 
-def _hex(fingerprint: int | None) -> str | None:
+def hex_or_none(fingerprint: int | None) -> str | None:
+    """A fingerprint as 16 hex digits, None as None."""
     return None if fingerprint is None else f"{fingerprint:016x}"
 
 

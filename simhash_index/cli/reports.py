@@ -1,5 +1,5 @@
-"""Reports over an index (stats, the duplicates log, clusters), and a dry-run stand-in for
-`check_and_add`: the same code for every backend, through the Index interface.
+"""Reports over an index (stats, the duplicates log, clusters): the same code for every
+backend, through the Index interface.
 
 Hosts are parsed from URLs in Python, so every backend agrees on them.
 """
@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from ..fingerprinting.fingerprinter import Signature
 from ..index.base import Cluster, Description, Index
-from ..index.memory import MemoryIndex
-from ..index.records import DEFAULT_POLICY, Duplicate, Match, Policy
+from ..index.records import Duplicate
 from ..index.texts import TextSizes
 
 
@@ -180,34 +178,3 @@ def duplicates_among(
 def clusters(index: Index, *, limit: int | None = None) -> Iterator[Cluster]:
     """Each stored page that has duplicates, with them; the largest clusters first, streamed."""
     return index.clusters(limit=limit)
-
-
-# -- dry runs ---------------------------------------------------------------------
-
-
-class DryRunIndex:
-    """`check_and_add` that never writes to the index, with the same answers.
-
-    Decides in a private in-memory index. Before each check it copies in, read-only,
-    every stored page the checked one could see (its key, its text, its near pages:
-    Index.neighbourhood), so the memory holds all a real check would see, plus the pages
-    kept so far.
-    """
-
-    def __init__(self, source: Index | None, *, scheme: str, policy: Policy = DEFAULT_POLICY) -> None:
-        self._source = source
-        self._memory = MemoryIndex(policy=policy, scheme=scheme)
-
-    def check_and_add(self, key: str, signature: Signature) -> Match | None:
-        if self._source is not None:
-            self._memory.copy_in(self._source.neighbourhood(key, signature))
-        return self._memory.check_and_add(key, signature)
-
-    def close(self) -> None:
-        self._memory.close()
-
-    def __enter__(self) -> DryRunIndex:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

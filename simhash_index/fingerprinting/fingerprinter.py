@@ -86,7 +86,7 @@ class Fingerprinter:
       (text.languages; needs the `languages` extra), False, or your own collection of words.
     numbers: "shape" (a dot or comma between digits joins them, and every digit counts as 0:
       1.7.4 and 2.0.1 are one feature, so a version or date bump does not move the fingerprint),
-      "keep" (joined, digits kept), "split" (split at dots and commas, digits kept: before 0.2)
+      "keep" (joined, digits kept), "split" (split at dots and commas, digits kept: the previous default)
       or "drop" (numbers are no features). A custom tokenizer gets the shaped text for "shape";
       "drop" removes the number tokens it returns.
     weighting: "tf" (tf ** tf_power), "sublinear" (1 + log tf) or "tfidf" (tf ** tf_power * idf).
@@ -180,8 +180,8 @@ class Fingerprinter:
             f" weights={_mapping_digest(self._word_weights)} min_length={self.min_length}"
             f" sketch=minhash{self.sketch_size}x8/w3c5"
         )
-        # settings added in 0.2 are named only when they differ from what 0.1 did, so an index
-        # built by 0.1 opens with the settings that reproduce its fingerprints
+        # settings added since the previous defaults are named only when they differ from what those
+        # did, so an index built with them opens with the settings that reproduce its fingerprints
         if self.numbers != "split":
             scheme += f" numbers={self.numbers}"
         if self.top_k is not None:

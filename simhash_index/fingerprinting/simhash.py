@@ -1,4 +1,4 @@
-"""Charikar's simhash over weighted features, and the bit helpers around it.
+"""Charikar's simhash over weighted features, and fingerprints as hex (bit helpers: bits.py).
 
 A feature is a string (hashed as UTF-8), bytes, or an integer dimension of a sparse vector
 (hashed as its 8 little-endian bytes, two's complement): each feature's hash stands for a
@@ -18,14 +18,13 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
+from .bits import MASK64, hamming
+
 Feature = str | bytes | int
 Features = Mapping[Any, float] | Iterable[tuple[Any, float]] | Iterable[str]
 HashFunc = Callable[[Any], int]
 
 SUPPORTED_BITS = (32, 64, 128)
-BLOCKS = 4
-BLOCK_BITS = 16
-_MASK64 = (1 << 64) - 1
 _HEX = re.compile(r"[0-9a-f]{1,16}")
 
 
@@ -62,9 +61,9 @@ def feature_bytes(feature: Feature) -> bytes:
         return bytes(feature)
     if isinstance(feature, (int, np.integer)) and not isinstance(feature, bool):
         value = int(feature)
-        if not -(1 << 63) <= value <= _MASK64:
+        if not -(1 << 63) <= value <= MASK64:
             raise ValueError(f"an integer feature (a vector dimension) must fit in 64 bits; got {value!r}")
-        return (value & _MASK64).to_bytes(8, "little")
+        return (value & MASK64).to_bytes(8, "little")
     raise TypeError(
         f"a feature is a str, bytes or an int (a vector dimension); got {type(feature).__name__}: {feature!r}"
     )
@@ -156,7 +155,7 @@ def _bit_matrix(hashes: list[int] | bytes, bits: int) -> npt.NDArray[np.uint8]:
     if isinstance(hashes, bytes):
         raw, width = np.frombuffer(hashes, dtype=np.uint8), 8
     elif bits == 64:
-        raw, width = np.array([h & _MASK64 for h in hashes], dtype="<u8").view(np.uint8), 8
+        raw, width = np.array([h & MASK64 for h in hashes], dtype="<u8").view(np.uint8), 8
     else:
         width = (bits + 7) // 8
         mask = (1 << bits) - 1
@@ -262,11 +261,6 @@ def _sparse_row(row: Any) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     return np.asarray(coo.coords[-1]), np.asarray(coo.data)
 
 
-def hamming(a: int, b: int) -> int:
-    """Number of differing bits between two fingerprints."""
-    return (a ^ b).bit_count()
-
-
 def bit_similarity(a: int, b: int, bits: int = 64) -> float:
     """The share of bits two fingerprints agree on: 1 - hamming(a, b) / bits.
 
@@ -283,36 +277,9 @@ def bit_similarity(a: int, b: int, bits: int = 64) -> float:
     return 1 - hamming(a, b) / bits
 
 
-def blocks(fingerprint: int) -> tuple[int, int, int, int]:
-    """The four 16-bit blocks of a 64-bit fingerprint, lowest first.
-
-    Two fingerprints within Hamming distance 3 agree on at least one block.
-    """
-    return (
-        fingerprint & 0xFFFF,
-        (fingerprint >> 16) & 0xFFFF,
-        (fingerprint >> 32) & 0xFFFF,
-        (fingerprint >> 48) & 0xFFFF,
-    )
-
-
-def to_signed(value: int) -> int:
-    """An unsigned 64-bit value as the signed integer a BIGINT column holds."""
-    if not 0 <= value <= _MASK64:
-        raise ValueError(f"fingerprint must be an unsigned 64-bit integer; got {value!r}")
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def to_unsigned(value: int) -> int:
-    """The inverse of `to_signed`."""
-    if not -(1 << 63) <= value <= _MASK64:
-        raise ValueError(f"value must fit in 64 bits (signed or unsigned); got {value!r}")
-    return value & _MASK64
-
-
 def to_hex(fingerprint: int) -> str:
     """A 64-bit fingerprint as 16 hex digits."""
-    if not 0 <= fingerprint <= _MASK64:
+    if not 0 <= fingerprint <= MASK64:
         raise ValueError(f"fingerprint must be an unsigned 64-bit integer; got {fingerprint!r}")
     return f"{fingerprint:016x}"
 

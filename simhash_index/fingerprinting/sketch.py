@@ -9,7 +9,7 @@ Each of the k slots keeps one byte of the minimum of one hash permutation
 over the shingles (b-bit MinHash): two pages agree on a slot
 with probability J + (1 - J) / 256 for Jaccard similarity J. 256 slots of one
 byte estimate J within about 0.02 near 0.9; 64 or 128 slots were too noisy
-on real pages (see the README's Accuracy section).
+on real pages (docs/accuracy.md, Accuracy).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 The public methods check and normalise their arguments here, once; a backend implements
 the protected `_` methods, which get plain values (checked keys, Signatures of ints).
+What backends share beside (refusing writes to a read-only index, scrubbing credentials
+from messages, releasing connections when opening fails) is here too.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import itertools
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 
-from .. import defaults
+from .. import defaults, urls
+from ..errors import IndexUnavailableError, SimhashIndexError
 from ..fingerprinting.fingerprinter import Signature
 from . import texts
 from .records import Duplicate, Fingerprint, Match, Policy, StoredPage, as_signature, as_u64, as_utc, check_key
@@ -62,6 +66,8 @@ class Index(ABC):
     scheme: str  # the fingerprint settings the stored fingerprints were made with
     policy: Policy
     keep_texts: bool = False  # store_texts keeps pages' texts (open_index(keep_texts=True), ?texts=1)
+    read_only: bool = False  # every write is refused (open_index(read_only=True))
+    _typed: str = ""  # the URL as given, credentials and all: what _scrub takes out of messages
 
     @property
     def max_distance(self) -> int:
@@ -110,6 +116,7 @@ class Index(ABC):
         self, *, batch_size: int = defaults.BULK_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
     ) -> InsertionSession:
         """A bulk load: `with index.insertion_session() as s: s.add(key, fp)`, stored in batches."""
+        self._writable()
         return InsertionSession(self, batch_size=batch_size, on_batch=on_batch)
 
     # -- texts (index/texts.py) -------------------------------------------------------
@@ -211,6 +218,41 @@ class Index(ABC):
 
     # -- for backends ------------------------------------------------------------------
 
+    @property
+    def _where(self) -> str:
+        """The index as messages name it."""
+        return self.url
+
+    def _writable(self) -> None:
+        """Called first by every write: refused when the index was opened read-only."""
+        if self.read_only:
+            raise SimhashIndexError(f"{self._where} was opened read-only: open it with read_only=False to write")
+
+    def _scrub(self, error: object) -> str:
+        """An error's first line, without the credentials of the URL the index was opened with."""
+        return urls.scrub(urls.first_line(error), self._typed)
+
+    @contextmanager
+    def _released_on_failure(self) -> Iterator[None]:
+        """Opening: when it fails the connections are closed; a plain SimhashIndexError (not a
+        database file, a database number the server lacks) becomes IndexUnavailableError."""
+        try:
+            yield
+        except SimhashIndexError as exc:
+            self.close()
+            if type(exc) is SimhashIndexError:
+                raise IndexUnavailableError(str(exc)) from exc
+            raise
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_bulk_load(self) -> None:  # noqa: B027 - a hook most backends leave empty
+        """An insertion session begins: a backend may prepare for a large load."""
+
+    def _end_bulk_load(self) -> None:  # noqa: B027 - a hook most backends leave empty
+        """An insertion session ends, whether or not its last batch was stored."""
+
     @abstractmethod
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]: ...
 
@@ -285,6 +327,7 @@ class InsertionSession:
         self._batch: list[Page] = []
 
     def __enter__(self) -> InsertionSession:
+        self.index._start_bulk_load()
         return self
 
     def add(self, key: str, fingerprint: Fingerprint) -> None:
@@ -302,5 +345,8 @@ class InsertionSession:
                 self.on_batch(self.stored)
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
-        if exc_type is None:
-            self.flush()
+        try:
+            if exc_type is None:
+                self.flush()
+        finally:
+            self.index._end_bulk_load()

@@ -1,7 +1,8 @@
-"""One factory picks the backend from the URL: the only module that imports a backend."""
+"""One factory picks the backend from the URL: the one module that opens a database backend."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -52,87 +53,101 @@ def open_index(
     keep_texts: keep each page's text, compressed, when given to Index.store_texts (or
     `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
     """
-    url, texts_in_url = _option_in_url(url, "texts")
-    if texts_in_url is not None and texts_in_url not in ("0", "1", "true", "false"):
-        raise ValueError(f"?texts= must be 1 or 0; got {texts_in_url!r}")
-    index = _open(
-        url,
-        max_distance,
-        min_similarity,
-        scheme,
-        create,
-        layout,
-        block_assignment,
-        prefix,
-        read_only,
-        connect_timeout,
-        statement_timeout,
-        window,
+    url, texts = _option_in_url(url, "texts")
+    if texts is not None and texts not in ("0", "1", "true", "false"):
+        raise ValueError(f"?texts= must be 1 or 0; got {texts!r}")
+    url, window_in_url = _option_in_url(url, "window")
+    if window_in_url is not None and window is not None and as_window(window) != as_window(window_in_url):
+        raise ValueError(f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}")
+    options = Options(
+        policy=Policy.of(max_distance, min_similarity, as_window(window if window is not None else window_in_url)),
+        radius_chosen=max_distance is not None,
+        scheme=scheme,
+        create=create and not read_only,
+        read_only=read_only,
+        keep_texts=keep_texts or texts in ("1", "true"),
+        layout=layout,
+        block_assignment=block_assignment,
+        prefix=prefix,
+        connect_timeout=connect_timeout,
+        statement_timeout=statement_timeout,
     )
-    index.keep_texts = keep_texts or texts_in_url in ("1", "true")
-    return index
+    if isinstance(url, str) and url == MEMORY:
+        return _memory(url, options)
+    if isinstance(url, str) and url.startswith(REDIS):
+        return _redis(url, options)
+    return _sql(url, options)
 
 
-def _open(
-    url: str | URL,
-    max_distance: int | None,
-    min_similarity: float,
-    scheme: str | None,
-    create: bool,
-    layout: str | None,
-    block_assignment: str | None,
-    prefix: str | None,
-    read_only: bool,
-    connect_timeout: float,
-    statement_timeout: float,
-    window: timedelta | str | float | None,
-) -> Index:
-    url, in_url = _option_in_url(url, "window")
-    if in_url is not None and window is not None and as_window(window) != as_window(in_url):
-        raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
-    radius = defaults.MAX_DISTANCE if max_distance is None else max_distance
-    policy = Policy(radius, min_similarity, as_window(window if window is not None else in_url))
-    if read_only:
-        create = False
-    if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):
-        if layout is not None or block_assignment is not None:
+@dataclass(frozen=True)
+class Options:
+    """What open_index was given, as every backend's opener takes it."""
+
+    policy: Policy
+    radius_chosen: bool  # False: the policy's radius is the default, which a layout may cap
+    scheme: str | None
+    create: bool
+    read_only: bool
+    keep_texts: bool
+    layout: str | None
+    block_assignment: str | None
+    prefix: str | None
+    connect_timeout: float
+    statement_timeout: float
+
+    def no_layout(self) -> None:
+        if self.layout is not None or self.block_assignment is not None:
             raise ValueError(
                 "layout and block_assignment choose an SQL table's lookups; a Redis or memory index has none"
             )
-        if url == MEMORY:
-            from .memory import MemoryIndex
 
-            return MemoryIndex(url, policy=policy, scheme=scheme)
-        from .redis.backend import RedisIndex
 
-        return RedisIndex(
-            url,
-            policy=policy,
-            scheme=scheme,
-            create=create,
-            prefix=prefix,
-            read_only=read_only,
-            connect_timeout=connect_timeout,
-            statement_timeout=statement_timeout,
-        )
-    if prefix is not None:
+def _memory(url: str, options: Options) -> Index:
+    from .memory import MemoryIndex
+
+    options.no_layout()
+    return MemoryIndex(url, policy=options.policy, scheme=options.scheme, keep_texts=options.keep_texts)
+
+
+def _redis(url: str, options: Options) -> Index:
+    from .redis.backend import RedisIndex
+
+    options.no_layout()
+    return RedisIndex(
+        url,
+        policy=options.policy,
+        scheme=options.scheme,
+        create=options.create,
+        prefix=options.prefix,
+        read_only=options.read_only,
+        connect_timeout=options.connect_timeout,
+        statement_timeout=options.statement_timeout,
+        keep_texts=options.keep_texts,
+    )
+
+
+def _sql(url: str | URL, options: Options) -> Index:
+    if options.prefix is not None:
         raise ValueError("prefix is a Redis key prefix; an SQL index has none")
     from .sql.backend import SqlIndex
     from .sql.engine import Access
     from .sql.layouts import Layout
 
-    chosen = None
-    if layout is not None or block_assignment is not None:
-        chosen = Layout(layout or defaults.LAYOUT, block_assignment or defaults.BLOCK_ASSIGNMENT)  # type: ignore[arg-type]
-    access = Access(read_only, connect_timeout, statement_timeout)
+    layout = None
+    if options.layout is not None or options.block_assignment is not None:
+        layout = Layout(
+            options.layout or defaults.LAYOUT,  # type: ignore[arg-type]
+            options.block_assignment or defaults.BLOCK_ASSIGNMENT,  # type: ignore[arg-type]
+        )
     return SqlIndex(
         url,
-        policy=policy,
-        scheme=scheme,
-        create=create,
-        layout=chosen,
-        access=access,
-        radius_chosen=max_distance is not None,
+        policy=options.policy,
+        scheme=options.scheme,
+        create=options.create,
+        layout=layout,
+        access=Access(options.read_only, options.connect_timeout, options.statement_timeout),
+        radius_chosen=options.radius_chosen,
+        keep_texts=options.keep_texts,
     )
 
 

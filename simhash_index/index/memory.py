@@ -33,10 +33,16 @@ class MemoryIndex(Index):
     """Pages in dicts, by key and by text hash; near pages found by comparing with every page."""
 
     def __init__(
-        self, url: str = "memory://", *, policy: Policy = DEFAULT_POLICY, scheme: str | None = DEFAULT.scheme
+        self,
+        url: str = "memory://",
+        *,
+        policy: Policy = DEFAULT_POLICY,
+        scheme: str | None = DEFAULT.scheme,
+        keep_texts: bool = False,
     ) -> None:
         self.url = url
         self.policy = policy
+        self.keep_texts = keep_texts
         self.scheme = scheme or DEFAULT.scheme
         self._lock = threading.RLock()
         self._order = itertools.count(1)

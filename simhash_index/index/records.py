@@ -12,9 +12,8 @@ from typing import SupportsIndex, cast
 import xxhash
 
 from .. import defaults
+from ..fingerprinting.bits import MASK64, to_signed
 from ..fingerprinting.fingerprinter import Signature
-
-MASK64 = (1 << 64) - 1
 
 Fingerprint = int | Signature | None  # what check_and_add and add take
 
@@ -89,6 +88,13 @@ class Policy:
             raise ValueError(
                 f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
             )
+
+    @classmethod
+    def of(
+        cls, max_distance: int | None, min_similarity: float = defaults.MIN_SIMILARITY, window: timedelta | None = None
+    ) -> Policy:
+        """The policy of options as given, where `max_distance` None means the default radius."""
+        return cls(defaults.MAX_DISTANCE if max_distance is None else max_distance, min_similarity, window)
 
     def within(self, page: StoredPage, moment: datetime | None) -> bool:
         """Whether a stored page is in the window at `moment` (pages of this batch always are)."""
@@ -179,16 +185,6 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         None if sketch is None else bytes(sketch),
         exact_only=bool(exact_only),
     )
-
-
-def to_signed(value: int) -> int:
-    """An unsigned 64-bit value as the signed integer a BIGINT column holds."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def to_unsigned(value: int) -> int:
-    """The inverse of `to_signed`."""
-    return value & MASK64
 
 
 def as_utc(moment: datetime) -> datetime:

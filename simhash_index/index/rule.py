@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.sketch import similarity as sketch_similarity
 from .records import Match, Policy, StoredPage
@@ -45,10 +46,6 @@ class Decision:
     checked: tuple[Verdict, ...] = ()
 
 
-def distance(a: int, b: int) -> int:
-    return (a ^ b).bit_count()
-
-
 def near(signature: Signature, pages: Iterable[StoredPage], max_distance: int) -> list[tuple[int, StoredPage]]:
     """(distance, page) of the near-matchable pages within max_distance, nearest then oldest first."""
     fingerprint = signature.near_simhash
@@ -58,7 +55,7 @@ def near(signature: Signature, pages: Iterable[StoredPage], max_distance: int) -
     for page in pages:
         stored = page.signature.near_simhash
         if stored is not None:
-            bits = distance(stored, fingerprint)
+            bits = hamming(stored, fingerprint)
             if bits <= max_distance:
                 found.append((bits, page))
     found.sort(key=lambda pair: (pair[0], pair[1].order))
@@ -91,7 +88,7 @@ def decide(
     if same_text:
         first = min(same_text, key=lambda page: page.order)
         stored = first.signature.simhash
-        bits = distance(stored, signature.simhash) if stored is not None and signature.simhash is not None else 0
+        bits = hamming(stored, signature.simhash) if stored is not None and signature.simhash is not None else 0
         verdict = Verdict(first, bits, None, True, "same text")
         return Decision(Match(first.key, stored, bits, exact=True), store=False, checked=(verdict,))
     checked = []

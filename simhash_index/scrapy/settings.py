@@ -14,13 +14,12 @@ from scrapy.utils.misc import load_object
 from .. import defaults
 from ..fingerprinting.fingerprinter import Fingerprinter
 from ..index.records import Policy, as_window
+from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from ..text.extract import ExtractOptions
 from ..workers import default_size
 
 ON_DB_ERROR = ("stop", "pass")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-LAYOUTS = ("blocks", "halves")
-ASSIGNMENTS = ("contiguous", "interleaved")
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from ...errors import (
     SimhashIndexError,
     install_extra,
 )
+from ...fingerprinting.bits import blocks
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
-from ...fingerprinting.simhash import blocks
 from ..base import Description, Forgotten, Index, Page
 from ..probes import part_probes
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
@@ -97,12 +97,14 @@ class RedisIndex(Index):
         read_only: bool = False,
         connect_timeout: float = defaults.CONNECT_TIMEOUT_S,
         statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
+        keep_texts: bool = False,
     ) -> None:
         connect_to, self.prefix = split_url(url, prefix)
         self._typed = url
         self.url = urls.masked(url)
         self.policy = policy
         self.read_only = read_only
+        self.keep_texts = keep_texts
         try:
             # Opened with the connect timeout for every call, so that a TLS handshake with a server
             # that never answers it (rediss:// to a plain port) fails as fast as a connection.
@@ -120,16 +122,8 @@ class RedisIndex(Index):
         except ValueError as exc:  # a bad port or database number, or a bad option value
             raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: {self._scrub(exc)}") from None
         self._script = self._client.register_script(_SCRIPT)
-        try:
+        with self._released_on_failure():
             self.scheme = self._open(scheme, create and not read_only)
-        except SimhashIndexError as exc:
-            self._client.close()
-            if type(exc) is SimhashIndexError:  # e.g. a database number the server does not have
-                raise IndexUnavailableError(str(exc)) from exc
-            raise
-        except BaseException:
-            self._client.close()
-            raise
         self._client.close()  # from here on, calls may take the statement timeout
         self._client = redis.Redis.from_url(
             connect_to, socket_connect_timeout=connect_timeout, socket_timeout=statement_timeout
@@ -140,9 +134,6 @@ class RedisIndex(Index):
         return f"RedisIndex({self.url!r}, prefix={self.prefix!r}, max_distance={self.max_distance})"
 
     # -- talking to the server --------------------------------------------------------
-
-    def _scrub(self, error: object) -> str:
-        return urls.scrub(urls.first_line(error), self._typed)
 
     @contextmanager
     def _talking(self) -> Iterator[None]:
@@ -167,7 +158,7 @@ class RedisIndex(Index):
     def _open(self, scheme: str | None, create: bool) -> str:
         with self._talking():
             version, recorded = self._run("open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0")
-        where = f"{self.url} (prefix {self.prefix!r})"
+        where = self._where
         if version is None and not create:
             raise IndexNotFoundError(f"{where} holds no simhash index: is it the right server, database and prefix?")
         if version is not None and text_of(version) != SCHEMA_VERSION:
@@ -184,6 +175,10 @@ class RedisIndex(Index):
             )
         return recorded_scheme
 
+    @property
+    def _where(self) -> str:
+        return f"{self.url} (prefix {self.prefix!r})"
+
     def _key(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
@@ -199,12 +194,6 @@ class RedisIndex(Index):
 
     def describe(self) -> Description:
         return Description("redis", SCHEMA_VERSION)
-
-    def _writable(self) -> None:
-        if self.read_only:
-            raise SimhashIndexError(
-                f"{self.url} (prefix {self.prefix!r}) was opened read-only: open it with read_only=False"
-            )
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         self._writable()

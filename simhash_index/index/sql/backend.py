@@ -8,7 +8,7 @@ Reads run on a pool of their own in autocommit mode (engine.open_read_engine).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import datetime
@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 
 from ... import defaults, urls
 from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
+from ...fingerprinting.bits import hamming, to_signed, to_unsigned
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
 from ..base import Cluster, Description, Forgotten, Index, Page
@@ -32,13 +33,10 @@ from ..records import (
     as_utc,
     key_hash,
     now,
-    to_signed,
-    to_unsigned,
 )
 from ..texts import TextSizes
-from . import batch, forgetting
+from . import batch, bulk, forgetting
 from . import texts as kept_texts
-from .bulk import SqlInsertionSession
 from .engine import (
     DEFAULT_ACCESS,
     WRITE,
@@ -82,6 +80,7 @@ class SqlIndex(Index):
         layout: Layout | None = None,
         access: Access = DEFAULT_ACCESS,
         radius_chosen: bool = True,
+        keep_texts: bool = False,
     ) -> None:
         """`radius_chosen`: False when the policy's radius is the default, which a layout that
         answers less (halves) caps at its largest; a chosen radius beyond it is refused."""
@@ -91,7 +90,9 @@ class SqlIndex(Index):
         self.url = urls.masked(self._typed)
         self.policy = policy
         self.access = access
-        self.keys_unique = True  # False during a bulk load that dropped the key-hash index
+        self.read_only = access.read_only
+        self.keep_texts = keep_texts
+        self._load = bulk.NO_LOAD
         self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
         if create:
@@ -103,28 +104,16 @@ class SqlIndex(Index):
         self._engine = open_engine(self.sqlalchemy_url, access)
         self._reads = open_read_engine(self.sqlalchemy_url, self._engine, access)
         self._lock: AbstractContextManager[Any] = threading.RLock() if is_memory(self.sqlalchemy_url) else nullcontext()
-        try:
+        with self._released_on_failure():
             with self.transaction(write=create) as conn:
                 opened = open_tables(
                     conn, self.url, scheme=scheme, default_scheme=DEFAULT.scheme, layout=layout, create=create
                 )
-        except SimhashIndexError as exc:
-            self.close()
-            if type(exc) is SimhashIndexError:  # e.g. not a database file: it cannot be opened
-                raise IndexUnavailableError(str(exc)) from exc
-            raise
-        except BaseException:
-            self.close()
-            raise
-        self.scheme = opened.scheme
-        self.layout = opened.layout
-        if not radius_chosen and self.max_distance > self.layout.max_radius:
-            self.policy = replace(self.policy, max_distance=self.layout.max_radius)
-        try:
+            self.layout = opened.layout
+            if not radius_chosen and self.max_distance > self.layout.max_radius:
+                self.policy = replace(self.policy, max_distance=self.layout.max_radius)
             self.layout.check_radius(self.max_distance)
-        except ValueError:
-            self.close()
-            raise
+        self.scheme = opened.scheme
         self._version = opened.version
         self._evidence = opened.evidence
         self.tables = tables(self.layout, evidence=self._evidence)
@@ -185,9 +174,6 @@ class SqlIndex(Index):
             finally:
                 raw.close()
 
-    def _scrub(self, error: object) -> str:
-        return urls.scrub(urls.first_line(error), self._typed)
-
     @contextmanager
     def _errors_named(self) -> Iterator[None]:
         try:
@@ -210,20 +196,25 @@ class SqlIndex(Index):
     def describe(self) -> Description:
         return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
 
-    def _writable(self) -> None:
-        if self.access.read_only:
-            raise SimhashIndexError(f"{self.url} was opened read-only: open it with read_only=False to write")
-
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         self._writable()
         with self.transaction() as conn:
             return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
 
-    def insertion_session(
-        self, *, batch_size: int = defaults.BULK_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
-    ) -> SqlInsertionSession:
-        self._writable()
-        return SqlInsertionSession(self, batch_size=batch_size, on_batch=on_batch)
+    @property
+    def keys_unique(self) -> bool:
+        """False during a bulk load that dropped the key-hash index: writes may not rely on it."""
+        return self._load.keys_unique
+
+    def _start_bulk_load(self) -> None:
+        with self.transaction() as conn:
+            self._load = bulk.start(conn, self.tables.documents)
+
+    def _end_bulk_load(self) -> None:
+        load, self._load = self._load, bulk.NO_LOAD
+        if load.rebuild:
+            with self.transaction() as conn:
+                bulk.finish(conn, self.tables.documents)
 
     def _add_many(self, pages: Sequence[Page]) -> None:
         self._writable()
@@ -292,7 +283,7 @@ class SqlIndex(Index):
         ids = {
             row_id
             for row_id, stored, exact_only in fetch(conn, statement, parameters)
-            if not exact_only and ((stored ^ fingerprint) & 0xFFFFFFFFFFFFFFFF).bit_count() <= self.max_distance
+            if not exact_only and hamming(to_unsigned(stored), fingerprint) <= self.max_distance
         }
         if not ids:
             return []

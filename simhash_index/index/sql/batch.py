@@ -17,10 +17,11 @@ import numpy as np
 from sqlalchemy.engine import Connection
 
 from ...errors import IndexUnavailableError
+from ...fingerprinting.bits import to_signed, to_unsigned
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
-from ..records import Match, Policy, StoredPage, key_hash, to_signed, to_unsigned
+from ..records import Match, Policy, StoredPage, key_hash
 from .engine import WRITERS_LOCK, advisory_lock_keys
 from .layouts import Layout
 from .statements import (

@@ -27,8 +27,8 @@ from sqlalchemy.pool import StaticPool
 
 from ... import defaults, urls
 from ...errors import IndexUnavailableError, MissingDependencyError, install_extra
+from ...fingerprinting.bits import blocks
 from ...fingerprinting.fingerprinter import Signature
-from .layouts import contiguous_blocks
 
 WRITE = "simhash_write"  # execution option: this transaction will write
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
@@ -291,7 +291,7 @@ def advisory_lock_keys(signature: Signature, key_hash: int, radius: int) -> list
         keys.append((_LOCK_SPACE + 4, _int32(signature.text_hash)))
     fingerprint = signature.near_simhash
     if fingerprint is not None:
-        for i, value in enumerate(contiguous_blocks(fingerprint)):
+        for i, value in enumerate(blocks(fingerprint)):
             keys.append((_LOCK_SPACE + 18 + i, value))
             if radius > 3:
                 keys += [(_LOCK_SPACE + 10 + 2 * i, value >> 8), (_LOCK_SPACE + 11 + 2 * i, value & 0xFF)]

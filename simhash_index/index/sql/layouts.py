@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
+from ...fingerprinting.bits import blocks, interleaved_blocks, to_signed
 from ..probes import MAX_BLOCKS_RADIUS, MAX_HALVES_RADIUS, part_probes
-from ..records import to_signed
 
-LAYOUTS = ("blocks", "halves")
-ASSIGNMENTS = ("contiguous", "interleaved")
+LayoutName = Literal["blocks", "halves"]
+Assignment = Literal["contiguous", "interleaved"]
+LAYOUTS: tuple[LayoutName, ...] = get_args(LayoutName)
+ASSIGNMENTS: tuple[Assignment, ...] = get_args(Assignment)
 BLOCK_COLUMNS = ("block0", "block1", "block2", "block3")
 # The halves as signed 32-bit expressions (4 bytes in an SQLite index entry): bits 0-31 offset
 # by -2**31 (SQLite has no XOR), bits 32-63 as the arithmetic shift of the signed column gives them.
@@ -36,23 +38,6 @@ HALF_KEYS = {
     "high_half": "(fingerprint >> 32)",
 }
 _SIGN = 0x80000000
-
-
-def contiguous_blocks(fingerprint: int) -> tuple[int, int, int, int]:
-    """Bits 0-15, 16-31, 32-47, 48-63 of an unsigned 64-bit fingerprint."""
-    return (fingerprint & 0xFFFF, (fingerprint >> 16) & 0xFFFF, (fingerprint >> 32) & 0xFFFF, fingerprint >> 48)
-
-
-def interleaved_blocks(fingerprint: int) -> tuple[int, int, int, int]:
-    """Block i holds bits i, i+4, ..., i+60 of the fingerprint, bit i+4j as its bit j."""
-    out = []
-    for i in range(4):
-        x = (fingerprint >> i) & 0x1111111111111111  # every fourth bit, gathered below
-        x = (x | (x >> 3)) & 0x0303030303030303
-        x = (x | (x >> 6)) & 0x000F000F000F000F
-        x = (x | (x >> 12)) & 0x000000FF000000FF
-        out.append((x | (x >> 24)) & 0xFFFF)
-    return out[0], out[1], out[2], out[3]
 
 
 def _array(values: list[int]) -> str:
@@ -64,8 +49,8 @@ def _array(values: list[int]) -> str:
 class Layout:
     """A documents table's lookup layout, and the SQL that probes it."""
 
-    name: Literal["blocks", "halves"]
-    assignment: Literal["contiguous", "interleaved"] = "contiguous"
+    name: LayoutName
+    assignment: Assignment = "contiguous"
 
     def __post_init__(self) -> None:
         if self.name not in LAYOUTS:
@@ -83,7 +68,7 @@ class Layout:
         return BLOCK_COLUMNS if self.name == "blocks" else ()
 
     def blocks(self, fingerprint: int) -> tuple[int, int, int, int]:
-        return interleaved_blocks(fingerprint) if self.assignment == "interleaved" else contiguous_blocks(fingerprint)
+        return interleaved_blocks(fingerprint) if self.assignment == "interleaved" else blocks(fingerprint)
 
     def values(self, fingerprint: int | None, near_matchable: bool) -> tuple[int | None, ...]:
         """The lookup columns' values of a row: its blocks, or NULLs for a page matched only

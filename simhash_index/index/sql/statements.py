@@ -16,8 +16,9 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import PoolProxiedConnection
 
+from ...fingerprinting.bits import to_signed, to_unsigned
 from ...fingerprinting.fingerprinter import Signature
-from ..records import StoredPage, key_hash, to_signed, to_unsigned
+from ..records import StoredPage, key_hash
 from .layouts import Layout
 
 MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}  # positional placeholders by paramstyle

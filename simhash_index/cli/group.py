@@ -1,0 +1,132 @@
+"""The `simhash-index` group: its error handling, the options commands share, and how a
+command opens the index.
+
+Library errors become one line on stderr and a non-zero exit: 2 when the database cannot
+be opened or has no simhash tables, 1 for everything else (click's own usage errors exit 2 too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+from sqlalchemy.exc import SQLAlchemyError
+
+from .. import DISTRIBUTION, defaults
+from ..errors import (
+    IndexNotFoundError,
+    IndexUnavailableError,
+    LayoutMismatchError,
+    SchemaVersionError,
+    SimhashIndexError,
+)
+from ..index.base import Index
+from ..index.factory import open_index as open_backend
+from ..index.probes import MAX_HALVES_RADIUS
+from . import formats
+
+
+class DatabaseError(click.ClickException):
+    """The database cannot be opened, or holds no simhash index."""
+
+    exit_code = 2
+
+
+def one_line(error: object) -> str:
+    """A message on one line: library messages may span several."""
+    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+
+
+class _Group(click.Group):
+    """Turns the library's errors into one-line click errors, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (IndexUnavailableError, IndexNotFoundError, SchemaVersionError, LayoutMismatchError) as exc:
+            raise DatabaseError(one_line(exc)) from None
+        except SimhashIndexError as exc:
+            raise click.ClickException(one_line(exc)) from None
+        except SQLAlchemyError as exc:
+            raise DatabaseError(f"database error: {one_line(getattr(exc, 'orig', None) or exc)}") from None
+        except BrokenPipeError:
+            raise  # click exits quietly when the reader of stdout goes away
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(one_line(exc)) from None
+
+
+# -- shared options ---------------------------------------------------------------
+
+
+FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
+
+
+def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--db",
+        metavar="URL",
+        envvar=defaults.DATABASE_URL_ENV,
+        default=defaults.DATABASE_URL,
+        show_default=True,
+        show_envvar=True,
+        help="Index URL: sqlite:///path, postgresql://user@host/db or redis://host:6379/0?prefix=P.",
+    )(command)
+
+
+def format_option(
+    choices: tuple[str, ...] = formats.FORMATS, piped: str = "jsonl"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        help=f"Output format [default: table on a terminal, {piped} when piped].",
+    )
+
+
+def max_distance_option(help: str) -> Callable[..., Any]:
+    return click.option(
+        "--max-distance",
+        type=click.IntRange(0, defaults.MAX_SUPPORTED_DISTANCE),
+        help=f"{help} Default: {defaults.MAX_DISTANCE}, or {MAX_HALVES_RADIUS} on a halves index.",
+    )
+
+
+def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--word-weights",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="A weight table, one word and weight per line, as the index was built with (SIMHASH_WORD_WEIGHTS).",
+    )(command)
+
+
+def output_format(fmt: str | None, piped: str = "jsonl") -> str:
+    return fmt or formats.default_format(piped)
+
+
+# -- opening the index ---------------------------------------------------------------
+
+
+def open_index(db: str, *, write: bool = False, **options: Any) -> Index:
+    """The index at `db`, closed when the command ends. A command that only reads opens it
+    read-only: it never creates or changes anything (not even a file's journal mode).
+    `options` go to the library's open_index (create, max_distance, layout, scheme, ...);
+    an existing index keeps its own fingerprint scheme unless `scheme` is given."""
+    options.setdefault("create", False)
+    options.setdefault("scheme", None)
+    index = open_backend(db, read_only=not write, **options)
+    return click.get_current_context().with_resource(index)
+
+
+# -- the group ----------------------------------------------------------------------
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name=DISTRIBUTION, prog_name="simhash-index")  # read on --version
+def cli() -> None:
+    """Inspect and query a simhash-index near-duplicate database.
+
+    The database is --db, else $SIMHASH_DATABASE_URL, else sqlite:///simhash.db.
+    """

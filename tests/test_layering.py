@@ -1,0 +1,52 @@
+"""The package's layering, read from its source: no import cycles, and Scrapy only in the Scrapy glue."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "simhash_index"
+
+
+def imports() -> dict[str, set[str]]:
+    """module -> the package's modules it imports (relative imports, TYPE_CHECKING ones too)."""
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ["simhash_index", *path.relative_to(PACKAGE).with_suffix("").parts]
+        package = parts[:-1]  # what a relative import starts from, for a package's __init__ too
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+                targets |= {f"{base}.{alias.name}" for alias in node.names} if node.module is None else {base}
+        found[".".join(parts).removesuffix(".__init__")] = targets
+    return {name: {t for t in targets if t in found and t != name} for name, targets in found.items()}
+
+
+def test_no_module_imports_one_that_imports_it() -> None:
+    graph = imports()
+    cycles = []
+
+    def visit(module: str, path: list[str], done: set[str]) -> None:
+        for target in sorted(graph[module]):
+            if target in path:
+                cycles.append(path[path.index(target) :])
+            elif target not in done:
+                done.add(target)
+                visit(target, [*path, target], done)
+
+    for module in sorted(graph):
+        visit(module, [module], {module})
+    assert cycles == []
+
+
+def test_only_the_scrapy_glue_imports_scrapy() -> None:
+    importers = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(name.split(".")[0] in ("scrapy", "twisted") for name in names):
+                importers.add(path.relative_to(PACKAGE).parts[0])
+    assert importers <= {"scrapy"}
