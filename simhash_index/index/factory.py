@@ -11,6 +11,7 @@ from sqlalchemy.engine import URL
 from .. import defaults
 from ..fingerprinting.fingerprinter import DEFAULT
 from .base import Index
+from .prefer import Prefer
 from .records import Policy, as_window
 
 MEMORY = "memory://"
@@ -32,6 +33,7 @@ def open_index(
     statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
     window: timedelta | str | float | None = None,
     keep_texts: bool = False,
+    prefer: Prefer = "first",
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -51,6 +53,8 @@ def open_index(
     timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/forgetting.md.
     keep_texts: keep each page's text, compressed, when given to Index.store_texts (or
     `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
+    prefer: which copy survives, the stored page or a duplicate of it: "first" (the stored
+    one), "longest", "newest", or a function (new, stored) -> bool (index/prefer.py).
     """
     url, texts_in_url = _option_in_url(url, "texts")
     if texts_in_url is not None and texts_in_url not in ("0", "1", "true", "false"):
@@ -68,6 +72,7 @@ def open_index(
         connect_timeout,
         statement_timeout,
         window,
+        prefer,
     )
     index.keep_texts = keep_texts or texts_in_url in ("1", "true")
     return index
@@ -86,12 +91,13 @@ def _open(
     connect_timeout: float,
     statement_timeout: float,
     window: timedelta | str | float | None,
+    prefer: Prefer,
 ) -> Index:
     url, in_url = _option_in_url(url, "window")
     if in_url is not None and window is not None and as_window(window) != as_window(in_url):
         raise ValueError(f"two different windows given (the URL's and window=): {in_url!r} and {window!r}")
     radius = defaults.MAX_DISTANCE if max_distance is None else max_distance
-    policy = Policy(radius, min_similarity, as_window(window if window is not None else in_url))
+    policy = Policy(radius, min_similarity, as_window(window if window is not None else in_url), prefer)
     if read_only:
         create = False
     if isinstance(url, str) and (url == MEMORY or url.startswith(REDIS)):

@@ -13,6 +13,7 @@ import xxhash
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import Signature
+from .prefer import Prefer, check_prefer
 
 MASK64 = (1 << 64) - 1
 
@@ -22,13 +23,18 @@ Fingerprint = int | Signature | None  # what check_and_add and add take
 @dataclass(frozen=True)
 class Match:
     """A stored page near a query: its key, fingerprint and Hamming distance; `exact` when
-    the normalised texts are identical; `similarity` the sketches' estimated Jaccard."""
+    the normalised texts are identical; `similarity` the sketches' estimated Jaccard.
+
+    `superseded`: set when the survivor policy (Policy.prefer) preferred the page checked to
+    this stored one: the checked page was kept, and this one became its duplicate; the
+    reason ("longer", "newer", "preferred"). A check that returns such a Match kept its page."""
 
     key: str
     fingerprint: int | None
     distance: int
     exact: bool = False
     similarity: float | None = None
+    superseded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,9 @@ class Duplicate:
     """A page dropped as a duplicate of a stored one, with the evidence: its fingerprint,
     the distance and similarity to the stored page, the search radius it was checked at, and
     the rule that decided ("exact": the same normalised text; "near": within the radius,
-    verified). Evidence an older index did not log is None."""
+    verified). Evidence an older index did not log is None. `superseded`: set when this page
+    was stored until a page the survivor policy preferred came (the reason: "longer",
+    "newer", "preferred")."""
 
     key: str
     duplicate_of: str
@@ -46,6 +54,7 @@ class Duplicate:
     fingerprint: int | None = None
     similarity: float | None = None
     radius: int | None = None
+    superseded: str | None = None
 
     @property
     def rule(self) -> str:
@@ -66,11 +75,14 @@ class StoredPage:
 class Policy:
     """When a page is a near-duplicate: within `max_distance` bits, and (when both pages
     have sketches) at least `min_similarity` similar; `window`: only of pages stored within
-    this time before the check (None: of any stored page)."""
+    this time before the check (None: of any stored page); `prefer`: which of a page and
+    the stored page it duplicates survives (index/prefer.py: "first", "longest", "newest",
+    or a function)."""
 
     max_distance: int = defaults.MAX_DISTANCE
     min_similarity: float = defaults.MIN_SIMILARITY
     window: timedelta | None = None
+    prefer: Prefer = "first"
 
     def __post_init__(self) -> None:
         limit = defaults.MAX_SUPPORTED_DISTANCE
@@ -89,6 +101,7 @@ class Policy:
             raise ValueError(
                 f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
             )
+        check_prefer(self.prefer)
 
     def within(self, page: StoredPage, moment: datetime | None) -> bool:
         """Whether a stored page is in the window at `moment` (pages of this batch always are)."""
@@ -165,10 +178,15 @@ def as_u64(value: object, name: str = "fingerprint") -> int:
 
 def as_signature(fingerprint: object, text_hash: object = None, sketch: object = None) -> Signature:
     """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
-    exact_only = False
+    exact_only, words, dated = False, None, None
     if isinstance(fingerprint, Signature):
         given = fingerprint
         fingerprint, text_hash, sketch, exact_only = given.simhash, given.text_hash, given.sketch, given.exact_only
+        words, dated = given.words, given.dated
+        if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 0):
+            raise ValueError(f"Signature.words must be a count of words (an int, 0 or more); got {words!r}")
+        if dated is not None and not isinstance(dated, datetime):
+            raise TypeError(f"Signature.dated must be a datetime (the page's date); got {type(dated).__name__}")
     if fingerprint is None and text_hash is None:
         raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
     if sketch is not None and not isinstance(sketch, (bytes, bytearray, memoryview)):
@@ -178,6 +196,8 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         None if text_hash is None else as_u64(text_hash, "text_hash"),
         None if sketch is None else bytes(sketch),
         exact_only=bool(exact_only),
+        words=words,
+        dated=None if dated is None else as_utc(dated),
     )
 
 

@@ -216,8 +216,14 @@ class SqlIndex(Index):
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         self._writable()
-        with self.transaction() as conn:
-            return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
+        try:
+            with self.transaction() as conn:
+                return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
+        except batch.Contended:  # PostgreSQL, superseding a page another writer uses: again, alone
+            with self.transaction() as conn:
+                return batch.check_and_add_many(
+                    conn, self.layout, pages, self.policy, now(), evidence=self._evidence, exclusive=True
+                )
 
     def insertion_session(
         self, *, batch_size: int = defaults.BULK_BATCH_SIZE, on_batch: Callable[[int], None] | None = None
@@ -229,7 +235,7 @@ class SqlIndex(Index):
         self._writable()
         with self.transaction() as conn:
             when = db_time(self.dialect, now())
-            rows = [document_row(self.layout, key, signature, when) for key, signature in pages]
+            rows = [document_row(self.layout, key, signature, when, dialect=self.dialect) for key, signature in pages]
             mark = MARKS[conn.dialect.paramstyle]
             execute_many(conn, upsert_documents(self.layout, mark, replace=self.keys_unique), rows)
             if fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
@@ -398,4 +404,5 @@ def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
         fingerprint=None if fingerprint is None else to_unsigned(fingerprint),
         similarity=mapping.get("similarity"),
         radius=mapping.get("radius"),
+        superseded=mapping.get("superseded"),
     )
