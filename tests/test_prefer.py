@@ -10,7 +10,7 @@ import pytest
 from test_concurrency import GROUPS, PROCESSES, make_groups, run_workers
 
 from simhash_index import Signature, SimhashIndex
-from simhash_index.index.explain import find
+from simhash_index.index.explain import explain
 from simhash_index.index.prefer import Contender
 
 DAY0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -106,8 +106,10 @@ def test_explain_says_superseded_by(any_url):
     with SimhashIndex(any_url, prefer="longest") as index:
         index.check_and_add("short", Signature(BASE, 1, words=100))
         index.check_and_add("long", Signature(BASE ^ 1, 2, words=200))
-        found = find(index, "short")
-        assert found.status == "dropped" and found.duplicate.superseded == "longer"
+        assert explain(index, "short").reasons() == [
+            "superseded by long (longer): stored until that copy came (1 bits apart), "
+            "which the survivor policy (prefer) keeps instead"
+        ]
 
 
 @pytest.mark.parametrize("policy", ["longest", "newest"])
@@ -135,8 +137,10 @@ def test_the_same_decisions_as_the_rule(request, any_url, policy):
             answers = []
             for batch in batches:
                 if policy == "newest":  # undated pages would be dated by the clock: date them all
-                    batch = [(k, s if s.dated else Signature(s.simhash, s.text_hash, words=s.words, dated=DAY0))
-                             for k, s in batch]
+                    batch = [
+                        (k, s if s.dated else Signature(s.simhash, s.text_hash, words=s.words, dated=DAY0))
+                        for k, s in batch
+                    ]
                 answers += [(m.key, m.superseded) if m else None for m in index.check_and_add_many(batch)]
             logged = {d.key: (d.duplicate_of, d.superseded) for d in index.duplicates()}
             stored = {key for batch in batches for key, _ in batch if index.get(key) is not None}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Union
+from typing import Literal
 
 NAMED = ("first", "longest", "newest")
 REASONS = {"longest": "longer", "newest": "newer"}  # why the new page won, as the log and explain say it
@@ -31,16 +31,14 @@ class Contender:
     dated: datetime | None
 
 
-Prefer = Union[Literal["first", "longest", "newest"], Callable[[Contender, Contender], bool]]
+Prefer = Literal["first", "longest", "newest"] | Callable[[Contender, Contender], bool]
 
 
 def check_prefer(prefer: object) -> None:
     """Refuse a policy that is neither a known name nor a function, naming the choices."""
     if callable(prefer) or (isinstance(prefer, str) and prefer in NAMED):
         return
-    raise ValueError(
-        f"prefer must be one of {', '.join(NAMED)} or a function (new, stored) -> bool; got {prefer!r}"
-    )
+    raise ValueError(f"prefer must be one of {', '.join(NAMED)} or a function (new, stored) -> bool; got {prefer!r}")
 
 
 def supersedes(prefer: Prefer, new: Contender, stored: Contender) -> str | None:
@@ -53,7 +51,7 @@ def supersedes(prefer: Prefer, new: Contender, stored: Contender) -> str | None:
     elif prefer == "newest":
         won = new.dated is not None and stored.dated is not None and new.dated > stored.dated
     else:
-        won = bool(prefer(new, stored))  # type: ignore[operator]
+        won = bool(prefer(new, stored))
     return (REASONS.get(prefer, FUNCTION_REASON) if isinstance(prefer, str) else FUNCTION_REASON) if won else None
 
 
