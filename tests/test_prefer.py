@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import datetime, timedelta, timezone
 from functools import partial
+from pathlib import Path
 
 import pytest
+from crawling import crawl, user_project
+from sites import VERSIONS, build_versioned_docs, serve
 from test_concurrency import GROUPS, PROCESSES, make_groups, run_workers
+from test_user_project import SPIDER, readme_block
 
 from simhash_index import Signature, SimhashIndex
 from simhash_index.index.explain import explain
@@ -198,3 +203,53 @@ def test_concurrent_writers_keep_the_longest_of_each_group(fresh_db_urls):
     assert sorted(d.key for d in duplicates) == sorted(pages.keys() - stored)
     for duplicate in duplicates:
         assert duplicate.duplicate_of == longest[pages[duplicate.key][0]]
+
+
+# -- crawls of a versioned documentation site ---------------------------------------------
+
+
+def crawl_versions(tmp_path, policy: str) -> tuple[dict[str, str], list[dict], str]:
+    """Crawl the versioned site with SIMHASH_PREFER=policy: the kept copy of each page kind,
+    the items the feed got, and the log."""
+    root = tmp_path / "site"
+    if not root.exists():
+        root.mkdir()
+        build_versioned_docs(root)
+    db = f"sqlite:///{tmp_path / f'{policy}.db'}"
+    with serve(root) as base:
+        result = crawl(f"{base}/index.html", db, tmp_path / policy, f"SIMHASH_PREFER={policy}", "SIMHASH_WORKERS=0")
+    assert result.returncode == 0, result.log[-3000:]
+    with SimhashIndex(db, scheme=None) as index:
+        kept = {}
+        for version in VERSIONS:
+            for kind in ("index", "guide", "changelog"):
+                if index.get(f"{base}/{version}/{kind}.html") is not None:
+                    assert kind not in kept, f"two copies of {kind} kept"
+                    kept[kind] = version
+    return kept, result.kept, result.log
+
+
+def test_a_crawl_keeps_the_longest_changelog_and_the_newest_pages(tmp_path):
+    longest, _, log = crawl_versions(tmp_path, "longest")
+    assert longest["changelog"] == "latest", log[-3000:]
+    newest, items, log = crawl_versions(tmp_path, "newest")
+    assert newest == {"index": "latest", "guide": "latest", "changelog": "latest"}, log[-3000:]
+    superseded = log.count(" supersedes ")
+    # every kept item went on; an item superseded later had gone on before: the signal says which
+    assert len(items) == 1 + 3 + superseded and f"'simhash/superseded': {superseded}" in log
+
+
+def test_the_readme_storage_pipeline_replaces_a_superseded_item(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    kinds = build_versioned_docs(root)
+    settings = readme_block("pipeline-settings") + readme_block("prefer-settings")
+    with serve(root) as base:
+        paths = [path for paths in kinds.values() for path in paths]
+        project = user_project(tmp_path, SPIDER.format(paths=paths, base=base), settings)
+        (project / "myproject" / "pipelines.py").write_text(readme_block("superseded-pipeline"), encoding="utf-8")
+        result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+    assert result.returncode == 0, result.log[-3000:]
+    stored = json.loads((project / "pages.json").read_text())
+    assert sorted(stored) == sorted(f"{base}/{paths[-1]}" for paths in kinds.values())  # the latest of each
+    assert " supersedes " in result.log
