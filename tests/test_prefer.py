@@ -282,7 +282,7 @@ def test_postgres_supersedes_a_page_another_writer_holds_by_running_again_alone(
         index.check_and_add("copy", Signature(BASE ^ 0b11, 2, words=5))
         server = make_url(postgres_url).set(drivername="postgresql", query={}).render_as_string(hide_password=False)
         with psycopg.connect(server) as other:  # advisory locks are the database's, whatever the schema
-            lock = advisory_lock_keys(short, key_hash("short"))[0]  # another writer checking "short"
+            lock = advisory_lock_keys(short, key_hash("short"), index.max_distance)[0]  # a writer checking "short"
             other.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
             kept = index.check_and_add("long", Signature(BASE ^ 0b1, 3, words=20))
             other.rollback()

@@ -65,7 +65,7 @@ def check_and_add_many(
         if exclusive:
             lock_index(conn)
         else:
-            lock_neighbourhoods(conn, pages, hashes)
+            lock_neighbourhoods(conn, pages, hashes, policy.max_distance)
     stored = Stored(conn, layout, pages, policy.max_distance, hashes)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
@@ -92,7 +92,7 @@ def check_and_add_many(
                 _demote(decision, key, signature, documents, logged, stored)
         answers.append(decision.match)
     if dialect == "postgresql" and stored.moved and not exclusive:
-        lock_superseded(conn, stored)
+        lock_superseded(conn, stored, policy.max_distance)
     _write(conn, layout, documents, logged, stored, when, evidence, policy.max_distance)
     return answers
 
@@ -101,14 +101,14 @@ class Contended(Exception):
     """A page to supersede is locked by another writer, or went meanwhile: retry exclusive."""
 
 
-def lock_superseded(conn: Connection, stored: Stored) -> None:
+def lock_superseded(conn: Connection, stored: Stored, radius: int) -> None:
     """PostgreSQL: the batch's locks cover its own pages' neighbourhoods, not those of the
     stored pages it supersedes, which another writer may be logging duplicates against. Take
     their locks without waiting (waiting could deadlock: they come after the batch's own), and
     check that each page is still there; else Contended."""
     keys: set[tuple[int, int]] = set()
     for page in stored.superseded:
-        keys.update(advisory_lock_keys(page.signature, key_hash(page.key)))
+        keys.update(advisory_lock_keys(page.signature, key_hash(page.key), radius))
     classes, objects = zip(*sorted(keys))
     taken = fetch(
         conn,
@@ -151,8 +151,8 @@ _LOCK_ALL = (  # one statement whatever the batch: the locks taken row by row, t
 )
 
 
-def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int]) -> None:
-    """Transaction-level advisory locks on every block byte, text hash and key of the batch
+def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int], radius: int) -> None:
+    """Transaction-level advisory locks on every block (and block byte), text hash and key of the batch
     (advisory_lock_keys), in sorted order (so no two writers deadlock): two near-duplicates
     share one, so a second writer waits for the first to commit, then sees its pages.
 
@@ -162,7 +162,7 @@ def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[st
     """
     keys: set[tuple[int, int]] = set()
     for key, signature in pages:
-        keys.update(advisory_lock_keys(signature, hashes[key]))
+        keys.update(advisory_lock_keys(signature, hashes[key], radius))
     if len(keys) > MOST_LOCKS:
         lock_index(conn)
         return
