@@ -31,6 +31,7 @@ from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
 from simhash_index.index import records
+from simhash_index.index.sql.schema import SCHEMA_VERSION
 
 A = 0x0123456789ABCDEF
 B = 0xFEDCBA9876543210
@@ -188,7 +189,7 @@ def test_database_from_environment(filled) -> None:
     assert ok("duplicates", env={"SIMHASH_DATABASE_URL": db}) == expected_duplicates("jsonl", dropped_rows(seen))
 
 
-SQL_INDEX = {"schema_version": "4", "layout": "blocks", "block_assignment": "contiguous"}
+SQL_INDEX = {"schema_version": SCHEMA_VERSION, "layout": "blocks", "block_assignment": "contiguous"}
 INDEX_OF = {  # what stats says of a new index on each backend
     "sqlite": {"backend": "sqlite"} | SQL_INDEX,
     "postgresql": {"backend": "postgresql"} | SQL_INDEX,
