@@ -222,7 +222,10 @@ def test_stats(filled) -> None:
 
     bars = {0: "█" * 40, 1: "█" * 20, 2: "", 3: "█" * 20}  # 40 for the largest count
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
-    index_line = {"sqlite": "sqlite, schema 4, blocks layout (contiguous bits)", "redis": "redis, schema 2"}
+    index_line = {
+        "sqlite": f"sqlite, schema {SCHEMA_VERSION}, blocks layout (contiguous bits)",
+        "redis": "redis, schema 2",
+    }
     index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (
         f"index: {index_line[backend_of(db)]}\n\n"
