@@ -236,7 +236,8 @@ def test_a_crawl_keeps_the_longest_changelog_and_the_newest_pages(tmp_path):
     assert newest == {"index": "latest", "guide": "latest", "changelog": "latest"}, log[-3000:]
     superseded = log.count(" supersedes ")
     # every kept item went on; an item superseded later had gone on before: the signal says which
-    assert len(items) == 1 + 3 + superseded and f"'simhash/superseded': {superseded}" in log
+    assert len(items) == 1 + 3 + superseded
+    assert superseded == 0 or f"'simhash/superseded': {superseded}" in log
 
 
 def test_the_readme_storage_pipeline_replaces_a_superseded_item(tmp_path: Path, sqlite_url: str) -> None:
@@ -268,9 +269,9 @@ def test_postgres_supersedes_a_page_another_writer_holds_by_running_again_alone(
     contended = []
     original = batch.lock_superseded
 
-    def watched(conn, stored):
+    def watched(conn, stored, radius):
         try:
-            original(conn, stored)
+            original(conn, stored, radius)
         except batch.Contended:
             contended.append(True)
             raise
