@@ -361,3 +361,47 @@ def build_cluster_site(root: Path, clusters: int = 12, members: int = 4, indexes
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
     return {"clusters": paths, "indexes": [f"index-{i}.html" for i in range(indexes)]}
+
+
+VERSIONS = {  # a documentation site's versions, oldest first, and the date each was built
+    "0.18": "2021-03-01",
+    "0.19": "2021-09-01",
+    "0.22": "2022-06-01",
+    "0.34": "2024-02-01",
+    "latest": "2024-11-01",
+}
+
+
+def dated_page(title: str, paragraphs: list[str], date: str) -> str:
+    """A page whose metadata says when it was last changed (htmldate reads it)."""
+    html = page(title, paragraphs)
+    meta = f'<meta property="article:modified_time" content="{date}T12:00:00">'
+    return html.replace("</title>", "</title>" + meta, 1)
+
+
+def build_versioned_docs(root: Path) -> dict[str, list[str]]:
+    """A versioned documentation site: under each version, a home page (the same text but its
+    version line), a guide (two words edited a version) and a changelog (each version's notes
+    above the older ones: longer each version, `latest` with an unreleased section). Returns
+    each page kind's paths, oldest version first."""
+    intro = english_article(20, paragraphs=5, sentences=7)
+    guide = english_article(21, paragraphs=8, sentences=8)
+    notes = {version: english_article(30 + n, paragraphs=1, sentences=2) for n, version in enumerate(VERSIONS)}
+    base_notes = english_article(29, paragraphs=10, sentences=8)
+    kinds: dict[str, list[str]] = {"index": [], "guide": [], "changelog": []}
+    for n, (version, date) in enumerate(VERSIONS.items()):
+        released = [v for v in VERSIONS if list(VERSIONS).index(v) <= n]
+        changelog = [p for v in reversed(released) for p in [f"Release {v}."] + notes[v]] + base_notes
+        pages = {
+            "index": dated_page(f"Docs {version}", [f"Documentation for version {version}."] + intro, date),
+            "guide": dated_page(f"Guide {version}", edit_words(guide, n, 2 * n), date),
+            "changelog": dated_page(f"Changelog {version}", changelog, date),
+        }
+        for kind, html in pages.items():
+            path = f"{version}/{kind}.html"
+            (root / version).mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(html, encoding="utf-8")
+            kinds[kind].append(path)
+    links = "".join(f'<li><a href="/{v}/{k}.html">{v} {k}</a></li>' for v in VERSIONS for k in kinds)
+    (root / "index.html").write_text(f"<html><head><title>Versions</title></head><body><ul>{links}</ul></body></html>")
+    return kinds

@@ -31,6 +31,7 @@ from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
 from simhash_index.index import records
+from simhash_index.index.sql.schema import SCHEMA_VERSION
 
 A = 0x0123456789ABCDEF
 B = 0xFEDCBA9876543210
@@ -188,7 +189,7 @@ def test_database_from_environment(filled) -> None:
     assert ok("duplicates", env={"SIMHASH_DATABASE_URL": db}) == expected_duplicates("jsonl", dropped_rows(seen))
 
 
-SQL_INDEX = {"schema_version": "4", "layout": "blocks", "block_assignment": "contiguous"}
+SQL_INDEX = {"schema_version": SCHEMA_VERSION, "layout": "blocks", "block_assignment": "contiguous"}
 INDEX_OF = {  # what stats says of a new index on each backend
     "sqlite": {"backend": "sqlite"} | SQL_INDEX,
     "postgresql": {"backend": "postgresql"} | SQL_INDEX,
@@ -221,7 +222,10 @@ def test_stats(filled) -> None:
 
     bars = {0: "█" * 40, 1: "█" * 20, 2: "", 3: "█" * 20}  # 40 for the largest count
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
-    index_line = {"sqlite": "sqlite, schema 4, blocks layout (contiguous bits)", "redis": "redis, schema 2"}
+    index_line = {
+        "sqlite": f"sqlite, schema {SCHEMA_VERSION}, blocks layout (contiguous bits)",
+        "redis": "redis, schema 2",
+    }
     index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (
         f"index: {index_line[backend_of(db)]}\n\n"

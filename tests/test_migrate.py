@@ -174,6 +174,7 @@ def test_version_3_is_read_as_it_is_and_gains_the_radius_when_opened_to_write(re
         assert index.check_and_add("dropped", NEAR ^ 0b11111) is not None
     engine = create_engine(url)
     with engine.begin() as conn:  # the index as version 3 wrote it
+        drop_version_5_columns(conn)
         conn.exec_driver_sql("ALTER TABLE simhash_duplicates DROP COLUMN radius")
         conn.exec_driver_sql("UPDATE simhash_meta SET value = '3' WHERE name = 'schema_version'")
     with SimhashIndex(url, create=False, read_only=True) as index:
@@ -182,5 +183,36 @@ def test_version_3_is_read_as_it_is_and_gains_the_radius_when_opened_to_write(re
         assert index.check_and_add("again", NEAR ^ 0b111111) is not None
         assert [(d.key, d.radius) for d in index.duplicates()] == [("dropped", None), ("again", 6)]
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar() == "4"
+        assert conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar() == "5"
+    engine.dispose()
+
+
+def drop_version_5_columns(conn) -> None:
+    """The columns schema version 5 added: each page's words and date, and why a page was superseded."""
+    conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN words")
+    conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN dated")
+    conn.exec_driver_sql("ALTER TABLE simhash_duplicates DROP COLUMN superseded")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_version_4_is_read_as_it_is_and_gains_words_and_dates_when_opened_to_write(request, backend):
+    """A version 4 index reads as it is; opening it to write adds the columns a survivor policy
+    compares, and a page stored before (its words not known) is kept against a longer copy."""
+    url = request.getfixturevalue(f"{backend}_url")
+    with SimhashIndex(url) as index:
+        index.add("old", Signature(NEAR, 1, words=10))
+        assert index.check_and_add("dropped", NEAR ^ 0b11) is not None
+    engine = create_engine(url)
+    with engine.begin() as conn:  # the index as version 4 wrote it
+        drop_version_5_columns(conn)
+        conn.exec_driver_sql("UPDATE simhash_meta SET value = '4' WHERE name = 'schema_version'")
+    with SimhashIndex(url, create=False, read_only=True) as index:
+        assert [(d.key, d.superseded) for d in index.duplicates()] == [("dropped", None)]
+    with SimhashIndex(url, prefer="longest") as index:
+        longer = index.check_and_add("longer", Signature(NEAR ^ 0b1, 2, words=500))
+        assert longer is not None and longer.key == "old" and longer.superseded is None  # "old": words not known
+        index.add("new", Signature(NEAR ^ (0b1 << 40), 3, words=20))
+        assert index.check_and_add("newer", Signature(NEAR ^ (0b11 << 40), 4, words=30)).superseded == "longer"
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar() == "5"
     engine.dispose()

@@ -39,6 +39,7 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
         obj |= {
             "rule": "exact" if duplicate.exact else "near",
             "duplicate_of": duplicate.duplicate_of,
+            "superseded": duplicate.superseded,
             "distance": duplicate.distance,
             "radius": duplicate.radius,
             "similarity": listings.score(duplicate.similarity),

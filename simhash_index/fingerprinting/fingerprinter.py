@@ -7,6 +7,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import cast
 
@@ -42,13 +43,17 @@ class Signature:
 
     `text_hash` is the hash of the normalised text. Short texts are
     `exact_only`: simhash on a few words is unreliable, so they match only by
-    text_hash. `sketch` verifies simhash candidates before a drop.
+    text_hash. `sketch` verifies simhash candidates before a drop. `words` (the text's
+    length) and `dated` (the page's own date) are what a survivor policy compares
+    (index/prefer.py); neither takes part in equality.
     """
 
     simhash: int | None
     text_hash: int | None
     sketch: bytes | None = None
     exact_only: bool = False
+    words: int | None = field(default=None, compare=False)
+    dated: datetime | None = field(default=None, compare=False)
 
     @property
     def near_simhash(self) -> int | None:
@@ -239,12 +244,13 @@ class Fingerprinter:
             return None
         exact = text_hash(normalized)
         fingerprint = simhash(self._weigh(counts))
+        words = len(normalized.split())
         if len(normalized) < self.min_length:
-            return Signature(fingerprint, exact, exact_only=True)
+            return Signature(fingerprint, exact, exact_only=True, words=words)
         sketch = None
         if self.sketch_size:
             sketch = minhash(shingles(normalized), self.sketch_size)
-        return Signature(fingerprint, exact, sketch)
+        return Signature(fingerprint, exact, sketch, words=words)
 
     def _feature_counts(self, normalized: str) -> Counter[str]:
         return Counter(_ngrams(self.tokens(normalized), self.ngram))

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from ..text.dates import page_date
 from ..text.extract import ExtractionError, ExtractOptions, extract_text
 from ..workers import WorkerCrashed, WorkerPool, WorkerTimeout
 from .fingerprinter import Fingerprinter, Signature
@@ -22,10 +23,12 @@ M = TypeVar("M")
 
 @dataclass(frozen=True)
 class PageSetup:
-    """How every page is analysed: the fingerprint settings and trafilatura's options."""
+    """How every page is analysed: the fingerprint settings and trafilatura's options;
+    `dates`: read each page's own date (Signature.dated), for the "newest" survivor policy."""
 
     fingerprinter: Fingerprinter
     extract: ExtractOptions = ExtractOptions()
+    dates: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,10 @@ def analyse(setup: PageSetup, job: PageJob) -> Page:
         text = job.content if isinstance(job.content, str) else job.content.decode("utf-8", "replace")
     if text is None:
         return Page(None, None)
-    return Page(text, setup.fingerprinter.signature(text))
+    signature = setup.fingerprinter.signature(text)
+    if signature is not None and setup.dates and job.is_html:
+        signature = replace(signature, dated=page_date(job.content))
+    return Page(text, signature)
 
 
 def analyse_many(

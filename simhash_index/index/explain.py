@@ -117,6 +117,12 @@ class Explanation:
         """The decision in sentences."""
         found, duplicate = self.found, self.found.duplicate
         if duplicate is not None:
+            if duplicate.superseded is not None:
+                how = "the same normalised text" if duplicate.exact else f"{duplicate.distance} bits apart"
+                return [
+                    f"superseded by {duplicate.duplicate_of} ({duplicate.superseded}): stored until that copy "
+                    f"came ({how}), which the survivor policy (prefer) keeps instead"
+                ]
             if duplicate.exact:
                 return [f"dropped: the same normalised text as {duplicate.duplicate_of} (rule: exact)"]
             shown = "unknown" if duplicate.similarity is None else f"{duplicate.similarity:.3f}"

@@ -12,6 +12,7 @@ from sqlalchemy.engine import URL
 from .. import defaults
 from ..fingerprinting.fingerprinter import DEFAULT
 from .base import Index
+from .prefer import Prefer
 from .records import Policy, as_window
 
 MEMORY = "memory://"
@@ -33,6 +34,7 @@ def open_index(
     statement_timeout: float = defaults.STATEMENT_TIMEOUT_S,
     window: timedelta | str | float | None = None,
     keep_texts: bool = False,
+    prefer: Prefer = "first",
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -52,6 +54,8 @@ def open_index(
     timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/forgetting.md.
     keep_texts: keep each page's text, compressed, when given to Index.store_texts (or
     `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
+    prefer: which copy survives, the stored page or a duplicate of it: "first" (the stored
+    one), "longest", "newest", or a function (new, stored) -> bool (index/prefer.py).
     """
     url, texts = _option_in_url(url, "texts")
     if texts is not None and texts not in ("0", "1", "true", "false"):
@@ -60,7 +64,9 @@ def open_index(
     if window_in_url is not None and window is not None and as_window(window) != as_window(window_in_url):
         raise ValueError(f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}")
     options = Options(
-        policy=Policy.of(max_distance, min_similarity, as_window(window if window is not None else window_in_url)),
+        policy=Policy.of(
+            max_distance, min_similarity, as_window(window if window is not None else window_in_url), prefer
+        ),
         radius_chosen=max_distance is not None,
         scheme=scheme,
         create=create and not read_only,

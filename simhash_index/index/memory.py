@@ -10,7 +10,7 @@ import itertools
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..fingerprinting.fingerprinter import DEFAULT, Signature
@@ -103,8 +103,11 @@ class MemoryIndex(Index):
                     nearby=self._candidates(signature),
                     policy=self.policy,
                     moment=moment,
+                    key=key,
                 )
-                if decision.match is not None:
+                if decision.supersedes:
+                    self._supersede(key, signature, decision.match, moment)  # type: ignore[arg-type]
+                elif decision.match is not None:
                     self._log_duplicate(key, signature, decision.match, moment)
                 elif decision.store:
                     self._put(key, signature, moment)
@@ -114,9 +117,28 @@ class MemoryIndex(Index):
     def _log_duplicate(self, key: str, signature: Signature, match: Match, moment: datetime) -> None:
         entry = self._log.get(key)
         duplicate = Duplicate(
-            key, match.key, match.distance, match.exact, moment, signature.simhash, match.similarity, self.max_distance
+            key,
+            match.key,
+            match.distance,
+            match.exact,
+            moment,
+            signature.simhash,
+            match.similarity,
+            self.max_distance,
+            match.superseded,
         )
         self._log[key] = _Logged(entry.order if entry else next(self._log_order), duplicate)
+
+    def _supersede(self, key: str, signature: Signature, match: Match, moment: datetime) -> None:
+        """Store the page in place of its match, which becomes its duplicate with its own duplicates."""
+        old = self._pages.pop(match.key)
+        self._unindex(old)
+        self._put(key, signature, moment)
+        for entry in self._log.values():
+            if entry.duplicate.duplicate_of == old.key:
+                entry.duplicate = replace(entry.duplicate, duplicate_of=key)
+        demoted = replace(match, key=key, fingerprint=signature.simhash)
+        self._log_duplicate(old.key, old.signature, demoted, moment)
 
     def _add_many(self, pages: Sequence[Page]) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ import xxhash
 from .. import defaults
 from ..fingerprinting.bits import MASK64, to_signed
 from ..fingerprinting.fingerprinter import Signature
+from .prefer import Prefer, check_prefer
 
 Fingerprint = int | Signature | None  # what check_and_add and add take
 
@@ -21,13 +22,18 @@ Fingerprint = int | Signature | None  # what check_and_add and add take
 @dataclass(frozen=True)
 class Match:
     """A stored page near a query: its key, fingerprint and Hamming distance; `exact` when
-    the normalised texts are identical; `similarity` the sketches' estimated Jaccard."""
+    the normalised texts are identical; `similarity` the sketches' estimated Jaccard.
+
+    `superseded`: set when the survivor policy (Policy.prefer) preferred the page checked to
+    this stored one: the checked page was kept, and this one became its duplicate; the
+    reason ("longer", "newer", "preferred"). A check that returns such a Match kept its page."""
 
     key: str
     fingerprint: int | None
     distance: int
     exact: bool = False
     similarity: float | None = None
+    superseded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,9 @@ class Duplicate:
     """A page dropped as a duplicate of a stored one, with the evidence: its fingerprint,
     the distance and similarity to the stored page, the search radius it was checked at, and
     the rule that decided ("exact": the same normalised text; "near": within the radius,
-    verified). Evidence an older index did not log is None."""
+    verified). Evidence an older index did not log is None. `superseded`: set when this page
+    was stored until a page the survivor policy preferred came (the reason: "longer",
+    "newer", "preferred")."""
 
     key: str
     duplicate_of: str
@@ -45,6 +53,7 @@ class Duplicate:
     fingerprint: int | None = None
     similarity: float | None = None
     radius: int | None = None
+    superseded: str | None = None
 
     @property
     def rule(self) -> str:
@@ -65,11 +74,14 @@ class StoredPage:
 class Policy:
     """When a page is a near-duplicate: within `max_distance` bits, and (when both pages
     have sketches) at least `min_similarity` similar; `window`: only of pages stored within
-    this time before the check (None: of any stored page)."""
+    this time before the check (None: of any stored page); `prefer`: which of a page and
+    the stored page it duplicates survives (index/prefer.py: "first", "longest", "newest",
+    or a function)."""
 
     max_distance: int = defaults.MAX_DISTANCE
     min_similarity: float = defaults.MIN_SIMILARITY
     window: timedelta | None = None
+    prefer: Prefer = "first"
 
     def __post_init__(self) -> None:
         limit = defaults.MAX_SUPPORTED_DISTANCE
@@ -88,13 +100,18 @@ class Policy:
             raise ValueError(
                 f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
             )
+        check_prefer(self.prefer)
 
     @classmethod
     def of(
-        cls, max_distance: int | None, min_similarity: float = defaults.MIN_SIMILARITY, window: timedelta | None = None
+        cls,
+        max_distance: int | None,
+        min_similarity: float = defaults.MIN_SIMILARITY,
+        window: timedelta | None = None,
+        prefer: Prefer = "first",
     ) -> Policy:
         """The policy of options as given, where `max_distance` None means the default radius."""
-        return cls(defaults.MAX_DISTANCE if max_distance is None else max_distance, min_similarity, window)
+        return cls(defaults.MAX_DISTANCE if max_distance is None else max_distance, min_similarity, window, prefer)
 
     def within(self, page: StoredPage, moment: datetime | None) -> bool:
         """Whether a stored page is in the window at `moment` (pages of this batch always are)."""
@@ -171,10 +188,15 @@ def as_u64(value: object, name: str = "fingerprint") -> int:
 
 def as_signature(fingerprint: object, text_hash: object = None, sketch: object = None) -> Signature:
     """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
-    exact_only = False
+    exact_only, words, dated = False, None, None
     if isinstance(fingerprint, Signature):
         given = fingerprint
         fingerprint, text_hash, sketch, exact_only = given.simhash, given.text_hash, given.sketch, given.exact_only
+        words, dated = given.words, given.dated
+        if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 0):
+            raise ValueError(f"Signature.words must be a count of words (an int, 0 or more); got {words!r}")
+        if dated is not None and not isinstance(dated, datetime):
+            raise TypeError(f"Signature.dated must be a datetime (the page's date); got {type(dated).__name__}")
     if fingerprint is None and text_hash is None:
         raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
     if sketch is not None and not isinstance(sketch, (bytes, bytearray, memoryview)):
@@ -184,6 +206,8 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         None if text_hash is None else as_u64(text_hash, "text_hash"),
         None if sketch is None else bytes(sketch),
         exact_only=bool(exact_only),
+        words=words,
+        dated=None if dated is None else as_utc(dated),
     )
 
 

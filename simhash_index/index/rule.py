@@ -10,17 +10,21 @@ For a page checked under a key:
    sketch is at least `min_similarity` similar (or that cannot be compared, lacking a
    sketch) is a near match.
 4. Else the page is new, and is stored.
+5. A page that matched in step 2 or 3 supersedes its match when the survivor policy
+   (`Policy.prefer`, prefer.py) prefers it: the page is stored, and the matched page
+   becomes its duplicate, with the duplicates logged against it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.sketch import similarity as sketch_similarity
+from .prefer import Contender, supersedes
 from .records import Match, Policy, StoredPage
 
 
@@ -38,12 +42,22 @@ class Verdict:
 @dataclass(frozen=True)
 class Decision:
     """The outcome of a check: `match` (a duplicate), else `store` the page (a new row, or
-    `update` of its own row when its content changed; neither when it did not)."""
+    `update` of its own row when its content changed; neither when it did not). When the
+    page supersedes its match (step 5), `match.superseded` says why and `store` is set."""
 
     match: Match | None
     store: bool
     update: bool = False
     checked: tuple[Verdict, ...] = ()
+
+    @property
+    def supersedes(self) -> bool:
+        return self.match is not None and self.match.superseded is not None
+
+    @property
+    def matched(self) -> StoredPage | None:
+        """The stored page the page matched, as the backend read it."""
+        return next((verdict.page for verdict in self.checked if verdict.accepted), None)
 
 
 def near(signature: Signature, pages: Iterable[StoredPage], max_distance: int) -> list[tuple[int, StoredPage]]:
@@ -75,11 +89,44 @@ def decide(
     nearby: Iterable[StoredPage],
     policy: Policy,
     moment: datetime | None = None,
+    key: str = "",
+    complete: Callable[[StoredPage], StoredPage] | None = None,
 ) -> Decision:
     """Decide a page: `own` is the page stored under its key, `same_text` the stored pages
     with its text hash, `nearby` stored pages that may be within the distance (any superset);
-    `moment`: the time of the check, when the policy has a window (pages stored before
-    `moment - window` are not seen)."""
+    `moment`: the time of the check (pages stored before `moment - window` are not seen; the
+    page's date when it has none of its own); `key`: the page's, for a survivor policy that
+    is a function; `complete`: gives a matched page its words and date, when the backend read
+    it without them (called only when the policy is not "first")."""
+    decision = _decide(signature, own=own, same_text=same_text, nearby=nearby, policy=policy, moment=moment)
+    if policy.prefer == "first" or decision.match is None:
+        return decision
+    matched = decision.matched
+    assert matched is not None  # a match comes from an accepted verdict
+    if complete is not None:
+        matched = complete(matched)
+    new = Contender(key, signature.words, signature.dated or moment)
+    reason = supersedes(policy.prefer, new, contender(matched))
+    if reason is None:
+        return decision
+    return Decision(replace(decision.match, superseded=reason), store=True, checked=decision.checked)
+
+
+def contender(page: StoredPage) -> Contender:
+    """A stored page as a survivor policy compares it: dated by itself, else when stored."""
+    return Contender(page.key, page.signature.words, page.signature.dated or page.stored_at)
+
+
+def _decide(
+    signature: Signature,
+    *,
+    own: StoredPage | None,
+    same_text: Sequence[StoredPage],
+    nearby: Iterable[StoredPage],
+    policy: Policy,
+    moment: datetime | None,
+) -> Decision:
+    """Steps 1 to 4."""
     if own is not None:
         return Decision(None, store=not same_content(own.signature, signature), update=True)
     if policy.window is not None:

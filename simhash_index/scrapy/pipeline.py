@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
@@ -36,6 +37,7 @@ from ..index.base import Index
 from ..index.factory import open_index
 from ..index.records import Match
 from ..index.writer import BatchWriter
+from ..text.dates import http_date
 from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout
 from .addon import warn_of_pipelines_before
 from .failures import (
@@ -51,6 +53,7 @@ from .failures import (
 from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
 from .settings import PipelineSettings, enabled
+from .signals import page_superseded
 from .stats import Outcomes
 from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, in_thread, on_next_turn
 
@@ -61,6 +64,14 @@ logger = logging.getLogger(__name__)
 # The pipeline of each running crawl, so SimhashSkipDuplicatesMiddleware uses its index
 # rather than open a second one (a memory:// index could not be shared otherwise).
 _RUNNING: WeakKeyDictionary[Crawler, SimhashDedupPipeline] = WeakKeyDictionary()
+
+
+def dated(signature: Signature, adapter: ItemAdapter) -> Signature:
+    """The page's date, when it has none of its own, from the item's `last_modified` (an
+    HTTP Last-Modified value or a datetime); else the index dates it by the time it is checked."""
+    if signature.dated is not None or "last_modified" not in adapter:
+        return signature
+    return replace(signature, dated=http_date(adapter.get("last_modified")))
 
 
 def running_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
@@ -98,7 +109,7 @@ class SimhashDedupPipeline:
         self.index: Index | None = None
         self.pool: WorkerPool | None = None
         self.writer: BatchWriter[tuple[str, Signature], Match | None] | None = None
-        self._setup = PageSetup(settings.fingerprinter, settings.extract)
+        self._setup = PageSetup(settings.fingerprinter, settings.extract, dates=settings.prefer == "newest")
         self._threads: ThreadPool | None = None
         self._warned: set[str] = set()
         self._stored_at_start = 0
@@ -189,6 +200,7 @@ class SimhashDedupPipeline:
             min_similarity=settings.min_similarity,
             window=settings.window,
             keep_texts=settings.keep_texts,
+            prefer=settings.prefer,
             scheme=self.fingerprinter.scheme,
             layout=settings.layout,
             block_assignment=settings.block_assignment,
@@ -266,7 +278,7 @@ class SimhashDedupPipeline:
             return item
         assert page.signature is not None and self.writer is not None
         try:
-            match = await awaitable(self.writer.submit((key, page.signature)))
+            match = await awaitable(self.writer.submit((key, dated(page.signature, adapter))))
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated
@@ -286,7 +298,7 @@ class SimhashDedupPipeline:
             return item
         assert page.signature is not None and self.writer is not None
         try:
-            match = self.writer.submit((key, page.signature)).result()
+            match = self.writer.submit((key, dated(page.signature, adapter))).result()
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item
@@ -340,7 +352,9 @@ class SimhashDedupPipeline:
     def _conclude(self, item: Any, adapter: ItemAdapter, key: str, page: Page, match: Match | None) -> Any:
         if self.settings.keep_texts and page.text is not None:
             self._texts.append((key, page.text))  # stored by the writer thread, with its next batch
-        if match is not None:
+        if match is not None and match.superseded is not None:  # kept, in place of match.key
+            self._superseded(item, key, match)
+        elif match is not None:
             self.outcomes.count("dropped", "dropped_exact" if match.exact else None)
             evidence = (
                 "exact text"
@@ -353,11 +367,21 @@ class SimhashDedupPipeline:
             )
             drop.key, drop.match = key, match
             raise drop
-        self.outcomes.count("kept")
+        else:
+            self.outcomes.count("kept")
         self._set(adapter, "text", page.text)
         if page.signature is not None and page.signature.simhash is not None:
             self._set(adapter, "simhash", to_hex(page.signature.simhash))
         return item
+
+    def _superseded(self, item: Any, key: str, match: Match) -> None:
+        """The page is kept in place of match.key (SIMHASH_PREFER): counted, logged, signalled."""
+        self.outcomes.count("kept", "superseded")
+        logger.info("simhash: %s supersedes %s (%s)", safe(key), safe(match.key), match.superseded)
+        if self.crawler is not None:
+            self.crawler.signals.send_catch_log(
+                page_superseded, old_key=match.key, new_key=key, evidence=match, item=item, spider=self.crawler.spider
+            )
 
     def _decide(self, batch: Sequence[tuple[str, Signature]]) -> list[Match | None]:
         """The writer thread's call: the batch checked and stored in one transaction.

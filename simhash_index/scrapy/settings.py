@@ -13,6 +13,7 @@ from scrapy.utils.misc import load_object
 
 from .. import defaults
 from ..fingerprinting.fingerprinter import Fingerprinter
+from ..index.prefer import NAMED, Prefer, check_prefer
 from ..index.records import Policy, as_window
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from ..text.extract import ExtractOptions
@@ -33,6 +34,7 @@ class PipelineSettings:
     min_similarity: float = defaults.MIN_SIMILARITY
     window: timedelta | None = None  # a page is a duplicate only of pages stored within it
     keep_texts: bool = False  # keep each page's text, compressed (explain and report diffs)
+    prefer: Prefer = "first"  # the survivor policy: which of two duplicates is kept (index/prefer.py)
     fingerprinter: Fingerprinter = field(default_factory=Fingerprinter)
     html_field: str = "html"
     text_field: str = "text"
@@ -60,6 +62,7 @@ class PipelineSettings:
             min_similarity=read.number("MIN_SIMILARITY", defaults.MIN_SIMILARITY, 0.0, 1.0),
             window=read.window("WINDOW"),
             keep_texts=read.boolean("KEEP_TEXTS", False),
+            prefer=_prefer(settings.get("SIMHASH_PREFER")),
             fingerprinter=fingerprinter_from(settings),
             html_field=read.text("HTML_FIELD", "html"),
             text_field=read.text("TEXT_FIELD", "text"),
@@ -84,6 +87,22 @@ class PipelineSettings:
         if not (values.html_field or values.text_field):
             raise ValueError("one of SIMHASH_HTML_FIELD and SIMHASH_TEXT_FIELD must name a field")
         return values
+
+
+def _prefer(raw: object) -> Prefer:
+    """SIMHASH_PREFER: a policy's name, a function, or the import path of one."""
+    if raw in (None, ""):
+        return "first"
+    if isinstance(raw, str) and raw not in NAMED and "." in raw:
+        raw = load_object(raw)
+    try:
+        check_prefer(raw)
+    except ValueError:
+        raise ValueError(
+            f"SIMHASH_PREFER must be first, longest, newest, or a function (new, stored) -> bool or its "
+            f"import path; got {raw!r}"
+        ) from None
+    return raw  # type: ignore[return-value]
 
 
 def enabled(settings: BaseSettings) -> bool:

@@ -28,6 +28,7 @@ from ...errors import (
 from ...fingerprinting.bits import blocks
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ..base import Description, Forgotten, Index, Page
+from ..prefer import name_of
 from ..probes import part_probes
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
 from ..texts import TextSizes
@@ -100,6 +101,7 @@ class RedisIndex(Index):
         keep_texts: bool = False,
     ) -> None:
         connect_to, self.prefix = split_url(url, prefix)
+        name_of(policy.prefer)  # a function policy cannot run in the script: refused here
         self._typed = url
         self.url = urls.masked(url)
         self.policy = policy
@@ -201,7 +203,9 @@ class RedisIndex(Index):
         arguments = [argument for key, signature in pages for argument in page_args(key, signature)]
         with self._talking():
             window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
-            found = self._run("check", now, self.max_distance, repr(float(self.min_similarity)), window, *arguments)
+            similarity = repr(float(self.min_similarity))
+            prefer = name_of(self.policy.prefer)
+            found = self._run("check", now, self.max_distance, similarity, window, prefer, *arguments)
         return [match_of(answer) for answer in found]
 
     def _add_many(self, pages: Sequence[Page]) -> None:

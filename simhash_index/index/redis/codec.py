@@ -32,28 +32,33 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
-def page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str]:
-    """A page as the script takes it: key, fingerprint, text_hash, sketch, exact_only."""
+def page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str, str, str]:
+    """A page as the script takes it: key, fingerprint, text_hash, sketch, exact_only, words,
+    dated (microseconds; '' for not known)."""
     return (
         key.encode("utf-8"),
         hex_or_empty(signature.simhash),
         hex_or_empty(signature.text_hash),
         signature.sketch or b"",
         "1" if signature.exact_only else "0",
+        "" if signature.words is None else str(signature.words),
+        "" if signature.dated is None else str(micros(signature.dated)),
     )
 
 
 def match_of(answer: Any) -> Match | None:
-    """A Match from the script's answer for one page: false, or {key, fingerprint, distance, exact, similarity}."""
+    """A Match from the script's answer for one page: false, or {key, fingerprint, distance,
+    exact, similarity} and, when the page superseded it, the reason."""
     if not answer:
         return None
-    key, stored, distance, exact, score = answer
+    key, stored, distance, exact, score, *reason = answer
     return Match(
         text_of(key),
         int(stored, 16) if stored else None,
         int(distance),
         exact=exact == 1,
         similarity=float(score) if score else None,
+        superseded=text_of(reason[0]) if reason else None,
     )
 
 
@@ -68,14 +73,18 @@ def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
         int(fingerprint, 16) if fingerprint else None,
         float(score) if score else None,
         int(radius) if radius else None,
+        text_of(entry[b"superseded"]) if b"superseded" in entry else None,
     )
 
 
 def stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature:
     fingerprint, text_hash = doc.get(b"fingerprint"), doc.get(b"text_hash")
+    words, dated = doc.get(b"words"), doc.get(b"dated")
     return Signature(
         int(fingerprint, 16) if fingerprint else None,
         int(text_hash, 16) if text_hash else None,
         sketch,
         exact_only=doc.get(b"exact_only") == b"1",
+        words=int(words) if words else None,
+        dated=moment(dated) if dated else None,
     )

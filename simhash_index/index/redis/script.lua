@@ -77,7 +77,8 @@ end
 -- (unless exact-only) and its text set.
 -- The sketch has a key of its own: in the hash, a 256-byte value would make Redis
 -- give up the hash's compact encoding (hash-max-listpack-value is 64), doubling its size.
-local function put(id, key, fp, th, sketch, exact_only, now, replacing)
+-- `merit`: {words, dated} of the page ('' for not known), what a survivor policy compares.
+local function put(id, key, fp, th, sketch, exact_only, now, replacing, merit)
   local doc = doc_key(id)
   if replacing then redis.call('DEL', doc, P .. 'sketch:' .. id) end
   if sketch ~= '' then redis.call('SET', P .. 'sketch:' .. id, sketch) end
@@ -85,6 +86,8 @@ local function put(id, key, fp, th, sketch, exact_only, now, replacing)
   if fp ~= '' then table.insert(fields, 'fingerprint'); table.insert(fields, fp) end
   if th ~= '' then table.insert(fields, 'text_hash'); table.insert(fields, th) end
   if fp ~= '' and exact_only == '1' then table.insert(fields, 'exact_only'); table.insert(fields, '1') end
+  if merit[1] ~= '' then table.insert(fields, 'words'); table.insert(fields, merit[1]) end
+  if merit[2] ~= '' then table.insert(fields, 'dated'); table.insert(fields, merit[2]) end
   redis.call('HSET', doc, unpack(fields))
   if fp ~= '' and exact_only ~= '1' then
     local score = weight(fp)
@@ -116,7 +119,7 @@ end
 
 -- Stores a page under its key, replacing the page stored with that key, and takes the key
 -- out of the duplicates log (a stored page is nobody's duplicate); returns its id.
-local function store(key, fp, th, sketch, exact_only, now)
+local function store(key, fp, th, sketch, exact_only, now, merit)
   forget_duplicate(key)
   local id = redis.call('HGET', P .. 'ids', key)
   local replacing = id and true
@@ -126,7 +129,7 @@ local function store(key, fp, th, sketch, exact_only, now)
     id = redis.call('INCR', P .. 'next_id')
     redis.call('HSET', P .. 'ids', key, id)
   end
-  put(id, key, fp, th, sketch, exact_only, now, replacing)
+  put(id, key, fp, th, sketch, exact_only, now, replacing, merit)
   return id
 end
 
@@ -244,22 +247,61 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
   return nil
 end
 
--- Checks one page and stores or logs it; returns false, or its match as the client reads it.
-local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now, since)
+-- Why the new page wins over stored page `id` under the survivor policy (index/prefer.py, the
+-- specification): 'longer', 'newer', or nil when the stored page stays (a tie, or not known).
+local function preferred(prefer, id, merit, now)
+  if prefer == 'longest' then
+    local stored = redis.call('HGET', doc_key(id), 'words')
+    if merit[1] ~= '' and stored and tonumber(merit[1]) > tonumber(stored) then return 'longer' end
+  elseif prefer == 'newest' then
+    local stored = redis.call('HMGET', doc_key(id), 'dated', 'stored_at')
+    local new = merit[2] ~= '' and merit[2] or now
+    if tonumber(new) > tonumber(stored[1] or stored[2]) then return 'newer' end
+  end
+  return nil
+end
+
+-- The new page `key` (stored as `new_id`) supersedes stored page `match`: the duplicates logged
+-- against it move to the new page, it leaves the stored pages, and is logged as a duplicate.
+local function supersede(key, new_id, match, reason, now, max_distance)
+  local old_key = match.key
+  local against = against_key(match.id)
+  for _, did in ipairs(redis.call('SMEMBERS', against)) do
+    redis.call('HSET', P .. 'dup:' .. did, 'duplicate_of', key, 'duplicate_of_id', new_id)
+    redis.call('SADD', against_key(new_id), did)
+  end
+  redis.call('DEL', against)
+  unindex(match.id)
+  redis.call('DEL', doc_key(match.id), P .. 'sketch:' .. match.id)
+  redis.call('HDEL', P .. 'ids', old_key)
+  local target = {id = new_id, key = key, distance = match.distance, exact = match.exact, similarity = match.similarity}
+  log_duplicate(old_key, match.fingerprint, target, now, max_distance)
+  redis.call('HSET', P .. 'dup:' .. redis.call('HGET', P .. 'dup_ids', old_key), 'superseded', reason)
+end
+
+-- Checks one page and stores or logs it; returns false, or its match as the client reads it
+-- (with the reason, when the page superseded it).
+local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now, since, merit, prefer)
   local id = redis.call('HGET', P .. 'ids', key)
   if id then  -- never a duplicate of itself: follow its new content (and its new length)
     local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
     local was_near, is_near = old[1] and not old[3], fp ~= '' and exact_only ~= '1'
     if (old[1] or '') ~= fp or (old[2] or '') ~= th or was_near ~= is_near then
       unindex(id)
-      put(id, key, fp, th, sketch, exact_only, now, true)
+      put(id, key, fp, th, sketch, exact_only, now, true, merit)
     end
     return false
   end
   local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
   if not match then
-    store(key, fp, th, sketch, exact_only, now)
+    store(key, fp, th, sketch, exact_only, now, merit)
     return false
+  end
+  local reason = preferred(prefer, match.id, merit, now)
+  if reason then
+    local new_id = store(key, fp, th, sketch, exact_only, now, merit)
+    supersede(key, new_id, match, reason, now, max_distance)
+    return {match.key, match.fingerprint, match.distance, match.exact, match.similarity, reason}
   end
   log_duplicate(key, fp, match, now, max_distance)
   return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
@@ -302,24 +344,26 @@ if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
 end
 
 if command == 'check' then
-  -- now, max_distance, min_similarity, window (microseconds, '' for none), then key, fingerprint,
-  -- text_hash, sketch, exact_only of each page: checked in order, a page seeing those before it;
-  -- one answer a page
+  -- now, max_distance, min_similarity, window (microseconds, '' for none), survivor policy
+  -- ('first', 'longest' or 'newest'), then key, fingerprint, text_hash, sketch, exact_only, words,
+  -- dated (microseconds) of each page: checked in order, a page seeing those before it; one answer a page
   local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
   local since = nil
   if ARGV[6] ~= '' then since = tonumber(now) - tonumber(ARGV[6]) end
+  local prefer = ARGV[7]
   local answers = {}
-  for i = 7, #ARGV, 5 do
-    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance, min_similarity, now, since))
+  for i = 8, #ARGV, 7 do
+    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance,
+      min_similarity, now, since, {ARGV[i + 5], ARGV[i + 6]}, prefer))
   end
   return answers
 elseif command == 'store' then
-  -- now, then key, fingerprint, text_hash, sketch, exact_only of each page: stored in order
+  -- now, then key, fingerprint, text_hash, sketch, exact_only, words, dated of each page: stored in order
   local now = ARGV[3]
-  for i = 4, #ARGV, 5 do
-    store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now)
+  for i = 4, #ARGV, 7 do
+    store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now, {ARGV[i + 5], ARGV[i + 6]})
   end
-  return (#ARGV - 3) / 5
+  return (#ARGV - 3) / 7
 elseif command == 'near' then
   -- fingerprint, max_distance: {key, fingerprint, distance} of each page near it
   local out = {}

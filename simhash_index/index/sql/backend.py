@@ -198,8 +198,14 @@ class SqlIndex(Index):
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         self._writable()
-        with self.transaction() as conn:
-            return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
+        try:
+            with self.transaction() as conn:
+                return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
+        except batch.Contended:  # PostgreSQL, superseding a page another writer uses: again, alone
+            with self.transaction() as conn:
+                return batch.check_and_add_many(
+                    conn, self.layout, pages, self.policy, now(), evidence=self._evidence, exclusive=True
+                )
 
     @property
     def keys_unique(self) -> bool:
@@ -220,7 +226,7 @@ class SqlIndex(Index):
         self._writable()
         with self.transaction() as conn:
             when = db_time(self.dialect, now())
-            rows = [document_row(self.layout, key, signature, when) for key, signature in pages]
+            rows = [document_row(self.layout, key, signature, when, dialect=self.dialect) for key, signature in pages]
             mark = MARKS[conn.dialect.paramstyle]
             execute_many(conn, upsert_documents(self.layout, mark, replace=self.keys_unique), rows)
             if fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
@@ -389,4 +395,5 @@ def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
         fingerprint=None if fingerprint is None else to_unsigned(fingerprint),
         similarity=mapping.get("similarity"),
         radius=mapping.get("radius"),
+        superseded=mapping.get("superseded"),
     )

@@ -10,6 +10,7 @@ ones decided before it in the batch), write every row, and let the caller commit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -35,6 +36,7 @@ from .statements import (
     fetch,
     in_parameters,
     pages_where,
+    read_time,
     row_page,
     upsert_documents,
     upsert_duplicates,
@@ -51,13 +53,20 @@ def check_and_add_many(
     moment: datetime,
     *,
     evidence: tuple[str, ...],
+    exclusive: bool = False,
 ) -> list[Match | None]:
     """Decide and store the pages in the caller's transaction; the answers in order. `evidence`:
-    the duplicates log's evidence columns (schema.EVIDENCE, or fewer in an older index)."""
+    the duplicates log's evidence columns (schema.EVIDENCE, or fewer in an older index);
+    `exclusive`: PostgreSQL, lock the whole index (lock_index) rather than the batch's
+    neighbourhoods. Raises Contended, before writing, when a stored page the batch would
+    supersede is in use by another writer: the caller rolls back and tries again exclusive."""
     dialect = conn.dialect.name
     hashes = {key: key_hash(key) for key, _ in pages}
     if dialect == "postgresql":
-        lock_neighbourhoods(conn, pages, hashes, policy.max_distance)
+        if exclusive:
+            lock_index(conn)
+        else:
+            lock_neighbourhoods(conn, pages, hashes, policy.max_distance)
     stored = Stored(conn, layout, pages, policy.max_distance, hashes)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
@@ -71,16 +80,67 @@ def check_and_add_many(
             nearby=stored.nearby(position, signature),
             policy=policy,
             moment=moment,
+            key=key,
+            complete=stored.complete,
         )
-        if decision.match is not None:
+        if decision.match is not None and not decision.supersedes:
             logged[key] = (signature, decision.match)
         elif decision.store:
-            documents[key] = document_row(layout, key, signature, when, stored.hashes[key])
+            documents[key] = document_row(layout, key, signature, when, stored.hashes[key], dialect=dialect)
             stored.add(key, signature)
             logged.pop(key, None)
+            if decision.supersedes:
+                _demote(decision, key, signature, documents, logged, stored)
         answers.append(decision.match)
+    if dialect == "postgresql" and stored.moved and not exclusive:
+        lock_superseded(conn, stored, policy.max_distance)
     _write(conn, layout, documents, logged, stored, when, evidence, policy.max_distance)
     return answers
+
+
+class Contended(Exception):
+    """A page to supersede is locked by another writer, or went meanwhile: retry exclusive."""
+
+
+def lock_superseded(conn: Connection, stored: Stored, radius: int) -> None:
+    """PostgreSQL: the batch's locks cover its own pages' neighbourhoods, not those of the
+    stored pages it supersedes, which another writer may be logging duplicates against. Take
+    their locks without waiting (waiting could deadlock: they come after the batch's own), and
+    check that each page is still there; else Contended."""
+    keys: set[tuple[int, int]] = set()
+    for page in stored.superseded:
+        keys.update(advisory_lock_keys(page.signature, key_hash(page.key), radius))
+    classes, objects = zip(*sorted(keys))
+    taken = fetch(
+        conn,
+        "SELECT bool_and(pg_try_advisory_xact_lock(c, o)) FROM unnest(%s::int[], %s::int[]) AS t(c, o)",
+        (list(classes), list(objects)),
+    )[0][0]
+    ids = sorted(stored.moved)
+    there = fetch(conn, "SELECT count(*) FROM simhash_documents WHERE id = ANY(%s::bigint[])", (ids,))[0][0]
+    if not taken or there != len(ids):
+        raise Contended()
+
+
+def _demote(
+    decision: rule.Decision,
+    key: str,
+    signature: Signature,
+    documents: dict[str, tuple[Any, ...]],
+    logged: dict[str, tuple[Signature, Match]],
+    stored: Stored,
+) -> None:
+    """The page `key` superseded its match: the match leaves the stored pages and is logged as
+    its duplicate, and the duplicates logged against the match in this batch follow it (those
+    logged before are moved when the batch is written: Stored.moved)."""
+    match, matched = decision.match, decision.matched
+    assert match is not None and matched is not None  # a page that supersedes one matched it
+    old = stored.supersede(matched, key)
+    documents.pop(old.key, None)
+    for dropped, (evidence, target) in list(logged.items()):
+        if target.key == old.key:
+            logged[dropped] = (evidence, replace(target, key=key, fingerprint=signature.simhash))
+    logged[old.key] = (old.signature, replace(match, key=key, fingerprint=signature.simhash))
 
 
 # Past this many advisory locks a batch locks the whole index instead: a default server's lock
@@ -140,19 +200,27 @@ class Stored:
         self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
         self._max_distance = max_distance
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
+        self._gone: set[str] = set()  # superseded by a page of this batch
+        self.moved: dict[int, str] = {}  # row id of a superseded page -> the key that superseded it
+        self.superseded: list[StoredPage] = []  # the pages read from the database that were superseded
+        self._conn = conn
 
     def own(self, key: str) -> StoredPage | None:
+        if key in self._gone:
+            return None
         return self._batch.get(key) or self._by_key.get(key)
 
     def same_text(self, text_hash: int | None) -> list[StoredPage]:
         if text_hash is None:
             return []
-        found = [page for page in self._by_text.get(text_hash, ()) if page.key not in self._batch]
+        hidden = self._batch.keys() | self._gone
+        found = [page for page in self._by_text.get(text_hash, ()) if page.key not in hidden]
         return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
 
     def nearby(self, position: int, signature: Signature) -> list[StoredPage]:
         """The stored pages near this page, and the pages this batch stored within the radius."""
-        found = [page for page in self._near[position] if page.key not in self._batch]
+        hidden = self._batch.keys() | self._gone
+        found = [page for page in self._near[position] if page.key not in hidden]
         fingerprint = signature.near_simhash
         if fingerprint is not None:
             found += (
@@ -165,8 +233,40 @@ class Stored:
 
     def add(self, key: str, signature: Signature) -> None:
         known = self.own(key)
-        order = known.order if known is not None else _BATCH_ORDER + len(self._batch)
+        order = known.order if known is not None else _BATCH_ORDER + len(self._batch) + len(self._gone)
+        if key in self._gone:  # superseded, then stored again: its row stays, with its duplicates
+            self._gone.discard(key)
+            if key in self._by_key:
+                self.moved.pop(self._by_key[key].order, None)
         self._batch[key] = StoredPage(key, signature, order)
+
+    def supersede(self, page: StoredPage, new: str) -> StoredPage:
+        """Take the stored page out of what the batch sees; its row, if it has one, is deleted
+        when the batch is written, and the duplicates logged against it move to `new`."""
+        old = page.key
+        row_id = page.order if page.order < _BATCH_ORDER else None
+        if row_id is not None:
+            self.moved[row_id] = new
+            self.superseded.append(page)
+        for row, target in self.moved.items():
+            if target == old:
+                self.moved[row] = new
+        self._batch.pop(old, None)
+        self._gone.add(old)
+        return page
+
+    def complete(self, page: StoredPage) -> StoredPage:
+        """A page read from the database, with its words and date (for a survivor policy)."""
+        if page.order >= _BATCH_ORDER:  # stored by this batch: its Signature has them
+            return page
+        dialect = self._conn.dialect.name
+        mark = MARKS[self._conn.dialect.paramstyle]
+        rows = fetch(self._conn, f"SELECT words, dated FROM simhash_documents WHERE id = {mark}", (page.order,))
+        if not rows:
+            return page
+        words, dated = rows[0]
+        signature = replace(page.signature, words=words, dated=read_time(dialect, dated))
+        return replace(page, signature=signature)
 
     def row_id(self, key: str) -> int | None:
         """The row id of a page read from the database (None: stored by this batch)."""
@@ -264,7 +364,7 @@ def _write(
     delete_where(conn, "simhash_duplicates", "key_hash", [stored.hashes[key] for key in documents])
     if not logged:
         return
-    targets = {match.key for _, match in logged.values()}
+    targets = {match.key for _, match in logged.values()} | set(stored.moved.values())
     ids = {key: stored.row_id(key) for key in targets}
     missing = sorted({key_hash(key) for key, row_id in ids.items() if row_id is None})
     if missing:  # pages this batch stored: their ids exist now
@@ -274,12 +374,21 @@ def _write(
                 ids[row[1]] = row[0]
     entries = []
     for key, (signature, match) in logged.items():
-        entry: tuple[Any, ...] = (key, stored.hashes[key], match.key, ids[match.key], match.distance, match.exact, when)
+        hashed = stored.hashes[key] if key in stored.hashes else key_hash(key)  # a superseded page's may not be
+        entry: tuple[Any, ...] = (key, hashed, match.key, ids[match.key], match.distance, match.exact, when)
         fingerprint = signature.simhash
         known = {
             "fingerprint": None if fingerprint is None else to_signed(fingerprint),
             "similarity": match.similarity,
             "radius": radius,
+            "superseded": match.superseded,
         }
         entries.append(entry + tuple(known[name] for name in evidence))
+    moves = [(new, ids[new], row_id) for row_id, new in stored.moved.items()]
+    execute_many(
+        conn,
+        f"UPDATE simhash_duplicates SET duplicate_of = {mark}, duplicate_of_id = {mark} WHERE duplicate_of_id = {mark}",
+        moves,
+    )
     execute_many(conn, upsert_duplicates(mark, evidence), entries)
+    delete_where(conn, "simhash_documents", "id", sorted(stored.moved))

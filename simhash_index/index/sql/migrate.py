@@ -8,6 +8,9 @@ the old block columns, no longer written).
 drops logged before), and the layout ("halves") is recorded.
 3 -> 4: the duplicates log gains the search radius of each drop (NULL before): one nullable
 column, instant on both databases.
+4 -> 5: the documents gain each page's words and date, and the duplicates log why a page was
+superseded: three nullable columns, instant on both databases (NULL: not known, and a survivor
+policy keeps such a stored page).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from .layouts import Layout
 from .schema import SCHEMA_VERSION, tables
 from .table_indexes import build_missing_indexes
 
-UPGRADABLE = ("1", "2", "3")  # schema versions this version upgrades to SCHEMA_VERSION
+UPGRADABLE = ("1", "2", "3", "4")  # schema versions this version upgrades to SCHEMA_VERSION
 HALVES = Layout("halves")
 
 
@@ -28,7 +31,12 @@ def upgrade(conn: Connection, version: str) -> None:
         _from_version_1(conn)
     if version in ("1", "2"):
         _from_version_2(conn)
-    conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN radius SMALLINT")
+    if version in ("1", "2", "3"):
+        conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN radius SMALLINT")
+    timestamp = "INTEGER" if conn.dialect.name == "sqlite" else "TIMESTAMP WITH TIME ZONE"  # schema.Timestamp
+    conn.exec_driver_sql("ALTER TABLE simhash_documents ADD COLUMN words INTEGER")
+    conn.exec_driver_sql(f"ALTER TABLE simhash_documents ADD COLUMN dated {timestamp}")
+    conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN superseded TEXT")
     conn.exec_driver_sql(f"UPDATE simhash_meta SET value = '{SCHEMA_VERSION}' WHERE name = 'schema_version'")
 
 

@@ -23,7 +23,7 @@ from .layouts import Layout
 from .schema import SCHEMA_VERSION, evidence_of, tables
 from .table_indexes import build_missing_indexes
 
-READABLE = ("2", "3", SCHEMA_VERSION)  # versions read as they are, with the evidence columns they have
+READABLE = ("2", "3", "4", SCHEMA_VERSION)  # versions read as they are, with the evidence columns they have
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ complement). The documents table's lookup columns and indexes depend on its layo
 (layouts.py): block0..block3 with an index each ("blocks"), or two expression indexes
 on the fingerprint's halves ("halves").
 
-Schema versions: 4 logs the search radius each duplicate was found at; 3 records the
+Schema versions: 5 keeps each page's words and date (what a survivor policy compares) and
+logs why a superseded page was superseded; 4 logs the search radius each duplicate was found at; 3 records the
 layout (`layout`, `block_assignment` in simhash_meta) and logs each duplicate's fingerprint
 and similarity; 2 is a "halves" index without those columns; 1 is older. Older versions are
 read as they are and upgraded in place when opened to write (migrate.py).
@@ -38,18 +39,24 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .layouts import BLOCK_COLUMNS, HALF_KEYS, Layout
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 # The duplicates log's evidence columns (NULL where not known): the dropped page's fingerprint,
-# its similarity to the stored page, and the search radius it was checked at.
-EVIDENCE = ("fingerprint", "similarity", "radius")
-_EVIDENCE_TYPES: dict[str, Any] = {"fingerprint": BigInteger, "similarity": Float, "radius": SmallInteger}
+# its similarity to the stored page, the search radius it was checked at, and, for a page
+# stored until a preferred copy came, why it was superseded ("longer", "newer", "preferred").
+EVIDENCE = ("fingerprint", "similarity", "radius", "superseded")
+_EVIDENCE_TYPES: dict[str, Any] = {
+    "fingerprint": BigInteger,
+    "similarity": Float,
+    "radius": SmallInteger,
+    "superseded": Text,
+}
 DOCUMENTS = "simhash_documents"
 KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
 
 
 def evidence_of(version: str) -> tuple[str, ...]:
     """The evidence columns of a duplicates log written at this schema version."""
-    return {"2": (), "3": EVIDENCE[:2]}.get(version, EVIDENCE)
+    return {"2": (), "3": EVIDENCE[:2], "4": EVIDENCE[:3]}.get(version, EVIDENCE)
 
 
 class Timestamp(TypeDecorator[datetime]):
@@ -108,6 +115,8 @@ def tables(layout: Layout, *, evidence: tuple[str, ...] = EVIDENCE) -> Tables:
         Column("text_hash", BigInteger),
         Column("sketch", LargeBinary),
         Column("stored_at", Timestamp, nullable=False),
+        Column("words", Integer),  # the text's length and the page's own date, for a survivor policy
+        Column("dated", Timestamp),
         # expression indexes name no column: they join the table here
         *(Index(f"ix_simhash_documents_{name}", text(e)) for name, e in HALF_KEYS.items() if layout.name == "halves"),
     )

@@ -28,7 +28,18 @@ DUPLICATE_COLUMNS = ("key", "key_hash", "duplicate_of", "duplicate_of_id", "dist
 
 
 def document_columns(layout: Layout) -> tuple[str, ...]:
-    return ("key", "key_hash", "fingerprint", *layout.columns, "exact_only", "text_hash", "sketch", "stored_at")
+    return (
+        "key",
+        "key_hash",
+        "fingerprint",
+        *layout.columns,
+        "exact_only",
+        "text_hash",
+        "sketch",
+        "stored_at",
+        "words",
+        "dated",
+    )
 
 
 def upsert_documents(layout: Layout, mark: str, *, replace: bool = True) -> str:
@@ -86,7 +97,7 @@ def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
 
 
 def document_row(
-    layout: Layout, key: str, signature: Signature, stored_at: object, hashed: int | None = None
+    layout: Layout, key: str, signature: Signature, stored_at: object, hashed: int | None = None, *, dialect: str
 ) -> tuple[Any, ...]:
     """A documents row in document_columns order; `hashed`: key_hash(key), when known."""
     fingerprint, text = signature.simhash, signature.text_hash
@@ -99,6 +110,8 @@ def document_row(
         None if text is None else to_signed(text),
         signature.sketch,
         stored_at,
+        signature.words,
+        None if signature.dated is None else db_time(dialect, signature.dated),
     )
 
 

@@ -1,0 +1,308 @@
+"""The survivor policy (prefer=): which copy of a group of duplicates is kept, on every backend."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timedelta, timezone
+from functools import partial
+from pathlib import Path
+
+import pytest
+from crawling import crawl, user_project
+from sites import VERSIONS, build_versioned_docs, serve
+from test_concurrency import GROUPS, PROCESSES, make_groups, run_workers
+from test_user_project import SPIDER, readme_block
+
+from simhash_index import Signature, SimhashIndex
+from simhash_index.index.explain import explain
+from simhash_index.index.prefer import Contender
+
+DAY0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+BASE = 0x5A5A_F0F0_1234_8421
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
+def any_url(request: pytest.FixtureRequest) -> str:
+    return "memory://" if request.param == "memory" else request.getfixturevalue(f"{request.param}_url")
+
+
+def test_first_keeps_the_stored_page(any_url):
+    with SimhashIndex(any_url) as index:
+        index.check_and_add("a", Signature(BASE, 1, words=10))
+        match = index.check_and_add("b", Signature(BASE ^ 1, 2, words=99))
+        assert match is not None and match.key == "a" and match.superseded is None
+        assert index.get("b") is None
+
+
+def test_longest_keeps_the_longer_copy_and_moves_the_cluster(any_url):
+    with SimhashIndex(any_url, prefer="longest") as index:
+        assert index.check_and_add("short", Signature(BASE, 1, words=100)) is None
+        dropped = index.check_and_add("shorter", Signature(BASE ^ 0b11, 2, words=50))
+        assert dropped is not None and dropped.key == "short" and dropped.superseded is None
+        kept = index.check_and_add("long", Signature(BASE ^ 0b1, 3, words=237))
+        assert kept is not None and (kept.key, kept.distance, kept.superseded) == ("short", 1, "longer")
+        assert index.get("long") is not None and index.get("short") is None and len(index) == 1
+        logged = {d.key: (d.duplicate_of, d.superseded) for d in index.duplicates()}
+        assert logged == {"shorter": ("long", None), "short": ("long", "longer")}
+        [cluster] = list(index.clusters())
+        assert cluster.key == "long" and {d.key for d in cluster.duplicates} == {"short", "shorter"}
+        # a page that matches the survivor is its duplicate; the superseded page is not stored
+        assert index.check_and_add("again", Signature(BASE ^ 0b111, 4, words=10)).key == "long"
+
+
+def test_newest_keeps_the_page_with_the_later_date(any_url):
+    with SimhashIndex(any_url, prefer="newest") as index:
+        index.check_and_add("v1", Signature(BASE, 1, dated=DAY0 + timedelta(days=30)))
+        older = index.check_and_add("v0", Signature(BASE ^ 1, 2, dated=DAY0))
+        assert older.key == "v1" and older.superseded is None
+        newer = index.check_and_add("v2", Signature(BASE ^ 2, 3, dated=DAY0 + timedelta(days=60)))
+        assert newer.key == "v1" and newer.superseded == "newer"
+        # an exact copy (the same text) with a later date supersedes too
+        exact = index.check_and_add("v2-mirror", Signature(BASE ^ 2, 3, dated=DAY0 + timedelta(days=90)))
+        assert exact.exact and exact.key == "v2" and exact.superseded == "newer"
+        assert index.get("v2-mirror") is not None and len(index) == 1
+        assert index.duplicate("v2").superseded == "newer"
+
+
+def test_a_batch_supersedes_as_single_checks_do(any_url):
+    pages = [
+        ("a", Signature(BASE, 1, words=10)),
+        ("b", Signature(BASE ^ 1, 2, words=30)),
+        ("c", Signature(BASE ^ 2, 3, words=20)),
+        ("d", Signature(BASE ^ 4, 4, words=40)),
+        ("a", Signature(BASE, 1, words=10)),  # the first page again, superseded in this batch: checked anew
+    ]
+    with SimhashIndex(any_url, prefer="longest") as index:
+        answers = index.check_and_add_many(pages)
+        assert [(m.key, m.superseded) if m else None for m in answers] == [
+            None,
+            ("a", "longer"),
+            ("b", None),
+            ("b", "longer"),
+            ("d", None),
+        ]
+        assert {d.key: d.duplicate_of for d in index.duplicates()} == {"a": "d", "b": "d", "c": "d"}
+        assert len(index) == 1 and index.get("d") is not None
+
+
+def test_a_function_decides(any_url):
+    def prefer_canonical(new: Contender, stored: Contender) -> bool:
+        return "/latest/" in new.key and "/latest/" not in stored.key
+
+    if any_url.startswith("redis"):
+        with pytest.raises(ValueError, match="function survivor policy needs an SQL or memory index"):
+            SimhashIndex(any_url, prefer=prefer_canonical)
+        return
+    with SimhashIndex(any_url, prefer=prefer_canonical) as index:
+        index.check_and_add("https://docs.example/0.22/", Signature(BASE, 1))
+        kept = index.check_and_add("https://docs.example/latest/", Signature(BASE ^ 1, 2))
+        assert kept.superseded == "preferred"
+        assert index.check_and_add("https://docs.example/0.34/", Signature(BASE ^ 2, 3)).superseded is None
+        assert index.get("https://docs.example/latest/") is not None and len(index) == 1
+
+
+def test_a_bad_policy_names_the_choices():
+    with pytest.raises(ValueError, match="prefer must be one of first, longest, newest or a function"):
+        SimhashIndex("memory://", prefer="longer")
+
+
+def test_explain_says_superseded_by(any_url):
+    with SimhashIndex(any_url, prefer="longest") as index:
+        index.check_and_add("short", Signature(BASE, 1, words=100))
+        index.check_and_add("long", Signature(BASE ^ 1, 2, words=200))
+        assert explain(index, "short").reasons() == [
+            "superseded by long (longer): stored until that copy came (1 bits apart), "
+            "which the survivor policy (prefer) keeps instead"
+        ]
+
+
+@pytest.mark.parametrize("policy", ["longest", "newest"])
+def test_the_same_decisions_as_the_rule(request, any_url, policy):
+    """Random sequences of near and exact copies, with and without words and dates, decided as
+    the memory index (the rule's reference) decides them: every backend, and the Redis script."""
+    if any_url == "memory://":
+        pytest.skip("the reference itself")
+    rng = random.Random(7)
+    bases = [BASE ^ (0xFFFF << (16 * i)) for i in range(3)]
+    batches = []
+    for _ in range(12):
+        batch = []
+        for _ in range(rng.randint(1, 4)):
+            base = rng.choice(bases)
+            flipped = base ^ (1 << rng.randrange(64)) if rng.random() < 0.8 else base
+            words = rng.choice([None, *range(10, 200, 7)])
+            dated = rng.choice([None, *(DAY0 + timedelta(days=d) for d in range(0, 400, 11))])
+            key = f"https://site.example/{rng.randrange(30)}"
+            batch.append((key, Signature(flipped, flipped, words=words, dated=dated)))
+        batches.append(batch)
+    outcomes = []
+    for url in ("memory://", any_url):
+        with SimhashIndex(url, prefer=policy) as index:
+            answers = []
+            for batch in batches:
+                if policy == "newest":  # undated pages would be dated by the clock: date them all
+                    batch = [
+                        (k, s if s.dated else Signature(s.simhash, s.text_hash, words=s.words, dated=DAY0))
+                        for k, s in batch
+                    ]
+                answers += [(m.key, m.superseded) if m else None for m in index.check_and_add_many(batch)]
+            logged = {d.key: (d.duplicate_of, d.superseded) for d in index.duplicates()}
+            stored = {key for batch in batches for key, _ in batch if index.get(key) is not None}
+            outcomes.append((answers, logged, stored))
+    assert outcomes[1] == outcomes[0]
+    assert any(a and a[1] for a in outcomes[0][0]), "no page superseded another: the test tests nothing"
+
+
+def check_longest(rounds, barrier, results) -> None:
+    """Worker: wait for the others, then check each page with prefer='longest', one at a time."""
+    import traceback
+
+    for number, (url, items) in enumerate(rounds):
+        try:
+            with SimhashIndex(url, create=False, prefer="longest") as index:
+                barrier.wait(timeout=120)
+                returned = {}
+                for key, fingerprint, words in items:
+                    match = index.check_and_add(key, Signature(fingerprint, None, words=words))
+                    returned[key] = None if match is None else (match.key, match.superseded)
+        except BaseException:
+            results.put((number, "error", traceback.format_exc()))
+            barrier.abort()
+            return
+        results.put((number, "ok", returned))
+
+
+def test_concurrent_writers_keep_the_longest_of_each_group(fresh_db_urls):
+    """Processes check copies of the same groups at once, each copy of its own length: one page
+    of each group survives, the longest, and every other page is logged as its duplicate."""
+    rng = random.Random(5)
+    groups = make_groups(rng)
+    pages: dict[str, tuple[int, int, int]] = {}
+    work: list[list[tuple[str, int, int]]] = [[] for _ in range(PROCESSES)]
+    for g, members in enumerate(groups):
+        lengths = rng.sample(range(100, 10_000), PROCESSES * len(members))
+        for process in range(PROCESSES):
+            for m, fingerprint in enumerate(members):
+                key = f"https://p{process}.example/g{g}/m{m}"
+                pages[key] = (g, fingerprint, lengths.pop())
+                work[process].append((key, fingerprint, pages[key][2]))
+    for items in work:
+        rng.shuffle(items)
+    url = fresh_db_urls()
+    SimhashIndex(url).close()
+    run_workers(partial(check_longest), [[(url, items)] for items in work], PROCESSES)
+    longest = {}
+    for key, (g, _, words) in pages.items():
+        if g not in longest or words > pages[longest[g]][2]:
+            longest[g] = key
+    with SimhashIndex(url, create=False) as index:
+        stored = {key for key in pages if index.get(key) is not None}
+        duplicates = index.duplicates()
+    assert stored == set(longest.values()) and len(stored) == GROUPS
+    assert sorted(d.key for d in duplicates) == sorted(pages.keys() - stored)
+    for duplicate in duplicates:
+        assert duplicate.duplicate_of == longest[pages[duplicate.key][0]]
+
+
+# -- crawls of a versioned documentation site ---------------------------------------------
+
+
+def crawl_versions(tmp_path, policy: str) -> tuple[dict[str, str], list[dict], str]:
+    """Crawl the versioned site with SIMHASH_PREFER=policy: the kept copy of each page kind,
+    the items the feed got, and the log."""
+    root = tmp_path / "site"
+    if not root.exists():
+        root.mkdir()
+        build_versioned_docs(root)
+    db = f"sqlite:///{tmp_path / f'{policy}.db'}"
+    with serve(root) as base:
+        result = crawl(f"{base}/index.html", db, tmp_path / policy, f"SIMHASH_PREFER={policy}", "SIMHASH_WORKERS=0")
+    assert result.returncode == 0, result.log[-3000:]
+    with SimhashIndex(db, scheme=None) as index:
+        kept = {}
+        for version in VERSIONS:
+            for kind in ("index", "guide", "changelog"):
+                if index.get(f"{base}/{version}/{kind}.html") is not None:
+                    assert kind not in kept, f"two copies of {kind} kept"
+                    kept[kind] = version
+    return kept, result.kept, result.log
+
+
+def test_a_crawl_keeps_the_longest_changelog_and_the_newest_pages(tmp_path):
+    longest, _, log = crawl_versions(tmp_path, "longest")
+    assert longest["changelog"] == "latest", log[-3000:]
+    newest, items, log = crawl_versions(tmp_path, "newest")
+    assert newest == {"index": "latest", "guide": "latest", "changelog": "latest"}, log[-3000:]
+    superseded = log.count(" supersedes ")
+    # every kept item went on; an item superseded later had gone on before: the signal says which
+    assert len(items) == 1 + 3 + superseded
+    assert superseded == 0 or f"'simhash/superseded': {superseded}" in log
+
+
+def test_the_readme_storage_pipeline_replaces_a_superseded_item(tmp_path: Path, sqlite_url: str) -> None:
+    root = tmp_path / "site"
+    root.mkdir()
+    kinds = build_versioned_docs(root)
+    settings = readme_block("pipeline-settings") + readme_block("prefer-settings")
+    with serve(root) as base:
+        paths = [path for paths in kinds.values() for path in paths]
+        project = user_project(tmp_path, SPIDER.format(paths=paths, base=base), settings)
+        (project / "myproject" / "pipelines.py").write_text(readme_block("superseded-pipeline"), encoding="utf-8")
+        result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+    assert result.returncode == 0, result.log[-3000:]
+    stored = json.loads((project / "pages.json").read_text())
+    assert sorted(stored) == sorted(f"{base}/{paths[-1]}" for paths in kinds.values())  # the latest of each
+    assert " supersedes " in result.log
+
+
+def test_postgres_supersedes_a_page_another_writer_holds_by_running_again_alone(postgres_url, monkeypatch):
+    """A stored page to supersede whose locks another writer holds: the batch rolls back and runs
+    again holding the whole index, and the outcome is the same."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from simhash_index.index.records import key_hash
+    from simhash_index.index.sql import batch
+    from simhash_index.index.sql.engine import advisory_lock_keys
+
+    contended = []
+    original = batch.lock_superseded
+
+    def watched(conn, stored, radius):
+        try:
+            original(conn, stored, radius)
+        except batch.Contended:
+            contended.append(True)
+            raise
+
+    monkeypatch.setattr(batch, "lock_superseded", watched)
+    with SimhashIndex(postgres_url, prefer="longest") as index:
+        short = Signature(BASE, 1, words=10)
+        index.check_and_add("short", short)
+        index.check_and_add("copy", Signature(BASE ^ 0b11, 2, words=5))
+        server = make_url(postgres_url).set(drivername="postgresql", query={}).render_as_string(hide_password=False)
+        with psycopg.connect(server) as other:  # advisory locks are the database's, whatever the schema
+            lock = advisory_lock_keys(short, key_hash("short"), index.max_distance)[0]  # a writer checking "short"
+            other.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
+            kept = index.check_and_add("long", Signature(BASE ^ 0b1, 3, words=20))
+            other.rollback()
+        assert kept.superseded == "longer" and contended == [True]
+        assert {d.key: d.duplicate_of for d in index.duplicates()} == {"copy": "long", "short": "long"}
+
+
+def prefer_stable(new: Contender, stored: Contender) -> bool:
+    """A policy named by its import path in SIMHASH_PREFER (test_the_setting_takes_a_function)."""
+    return "/stable/" in new.key
+
+
+def test_the_setting_names_the_choices_and_takes_a_function():
+    from scrapy.settings import Settings
+
+    from simhash_index.scrapy.settings import PipelineSettings
+
+    assert PipelineSettings.from_settings(Settings({"SIMHASH_PREFER": "newest"})).prefer == "newest"
+    loaded = PipelineSettings.from_settings(Settings({"SIMHASH_PREFER": "test_prefer.prefer_stable"})).prefer
+    assert loaded is prefer_stable
+    with pytest.raises(ValueError, match="SIMHASH_PREFER must be first, longest, newest, or a function"):
+        PipelineSettings.from_settings(Settings({"SIMHASH_PREFER": "longer"}))
