@@ -12,6 +12,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
+# One extraction worker unless a test asks for more: a crawl on the default (one per CPU) starts
+# a process per CPU, each loading jieba (about a second of CPU), in every one of the suite's
+# ~70 crawls. The worker path is the same; tests/test_isolation.py crawls with two on each backend.
+CRAWL_DEFAULTS = ("SIMHASH_WORKERS=1",)
 
 
 @dataclass
@@ -55,6 +59,8 @@ def crawl(
         "-s",
         "ROBOTSTXT_OBEY=False",
     ]
+    for setting in CRAWL_DEFAULTS:  # a test's own -s, later, wins
+        command += ["-s", setting]
     if db_url is not None:
         command += ["-s", f"SIMHASH_DATABASE_URL={db_url}"]
     if feed:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from crawling import REPO
+from crawling import CRAWL_DEFAULTS, REPO
 from sites import build_cluster_site, serve
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError, ProgrammingError
@@ -35,7 +35,7 @@ def start_crawl(start_url: str, db_url: str, log: Path, *settings: str) -> subpr
         "-s",
         "ROBOTSTXT_OBEY=False",
     ]
-    for setting in settings:
+    for setting in CRAWL_DEFAULTS + settings:  # a later -s wins
         command += ["-s", setting]
     return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
