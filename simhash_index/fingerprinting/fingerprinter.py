@@ -12,7 +12,7 @@ from typing import cast
 
 import xxhash
 
-from ..text import languages
+from ..text import languages, segmenters
 from ..text import stopwords as _stopwords
 from ..text.extract import ExtractOptions, extract_text
 from ..text.frequencies import WORDLIST, check_languages, idf_table
@@ -202,10 +202,13 @@ class Fingerprinter:
 
     def tokens(self, normalized_text: str) -> list[str]:
         """The words of a normalised text that become features: stop words out, numbers as set."""
-        stop = languages.stop_words(languages.identify(normalized_text)) if self._by_language else self._stop
+        language = languages.identify(normalized_text) if self._by_language else None
+        stop = self._stop if language is None else languages.stop_words(language)
         if self.numbers == "shape":
             normalized_text = number_shapes(normalized_text)
-        if isinstance(self.tokenizer, str):
+        if language in segmenters.LANGUAGES and self.tokenizer == "auto":
+            words = segmenters.segment(normalized_text, language, join_numbers=self.numbers != "split")
+        elif isinstance(self.tokenizer, str):
             words = TOKENIZERS[self.tokenizer](normalized_text, join_numbers=self.numbers != "split")
         else:
             words = self.tokenizer(normalized_text)

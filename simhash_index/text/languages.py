@@ -21,6 +21,7 @@ from importlib import metadata
 from typing import Any
 
 from ..errors import install_extra
+from . import segmenters
 from . import stopwords as _stopwords
 from .frequencies import WORDLIST, require_wordfreq
 from .tokens import is_cjk_text, normalize
@@ -73,7 +74,10 @@ def stop_words(language: str) -> frozenset[str]:
 
 def scheme() -> str:
     """The libraries and versions that decide a text's language and stop words."""
-    return f"py3langid-{_version('py3langid')}+wordfreq-{_version('wordfreq')}-{WORDLIST}-top{TOP}+builtin"
+    return (
+        f"py3langid-{_version('py3langid')}+wordfreq-{_version('wordfreq')}-{WORDLIST}-top{TOP}+builtin"
+        f"+{segmenters.scheme()}"
+    )
 
 
 def _version(package: str) -> str:
