@@ -92,29 +92,24 @@ def test_missing_library_names_the_extra(monkeypatch):
         Fingerprinter(stopwords="language")
 
 
-@pytest.mark.parametrize(
-    ("language", "content", "function"),
-    [
-        ("ja", {"サーバー", "ページ", "データベース", "保存", "比較"}, {"は", "を", "に", "と", "から"}),
-        ("ko", {"서버", "페이지", "데이터베이스", "저장", "비교"}, {"는", "를", "에", "와"}),
-    ],
-)
-def test_japanese_and_korean_are_segmented_into_content_words(language, content, function):
-    features = set(BY_LANGUAGE.features(TEXTS[language]))
-    assert content <= features
-    assert not function & features
-    # without the segmenter, particles stay glued on (Korean) or runs stay whole (Japanese)
-    assert not content <= set(Fingerprinter(stopwords="language", tokenizer="words").features(TEXTS[language]))
+
+@pytest.mark.parametrize("language", ["ja", "ko"])
+def test_japanese_and_korean_are_cut_into_character_bigrams(language):
+    text = TEXTS[language]
+    features = BY_LANGUAGE.features(text)
+    assert features == Fingerprinter(stopwords="language", tokenizer="bigrams", tf_power=1.0).features(text)
+    assert all(len(feature) <= 2 for feature in features)
+    # jieba's Chinese words, or whole space-separated runs, are what the default cuts them into
+    assert set(features) != set(BUILTIN.features(text))
 
 
-def test_a_particle_does_not_move_a_korean_fingerprint():
-    # 페이지를 / 페이지가: one word, two particles; the segmented features are the same
-    one = "서버는 각 페이지를 데이터베이스에 저장한 다음 다른 페이지를 비교합니다. " * 3
+def test_a_korean_particle_changes_one_bigram():
+    one = "서버는 각 페이지를 데이터베이스에 저장한 다음 다른 페이지와 비교합니다."
     other = one.replace("페이지를", "페이지가")
-    assert BY_LANGUAGE.features(one) == BY_LANGUAGE.features(other)
+    assert set(BY_LANGUAGE.features(one)) ^ set(BY_LANGUAGE.features(other)) == {"지를", "지가"}
 
 
-def test_mixed_japanese_page_segments_japanese_and_keeps_code_words_whole():
+def test_mixed_japanese_page_cuts_japanese_and_keeps_code_words_whole():
     text = (
         "useState フックを使ってコンポーネントに state 変数を追加します。"
         "ボタンをクリックすると表示が更新されます。"
@@ -122,27 +117,9 @@ def test_mixed_japanese_page_segments_japanese_and_keeps_code_words_whole():
     )
     assert identify(BY_LANGUAGE.normalize(text)) == "ja"
     features = set(BY_LANGUAGE.features(text))
-    assert {"usestate", "setindex", "state", "button", "clicked", "フック", "コンポーネント", "変数", "追加"} <= features
-    assert not {"を", "に", "と", "the", "when"} & features
+    assert {"usestate", "setindex", "state", "button", "clicked", "フッ", "変数", "追加"} <= features
+    assert not {"the", "when", "フックを使って"} & features
 
 
-def test_scheme_names_the_segmenters():
-    assert "ja:fugashi-" in BY_LANGUAGE.scheme and "/unidic-lite-" in BY_LANGUAGE.scheme
-    assert "ko:kiwipiepy-" in BY_LANGUAGE.scheme
-
-
-def test_missing_segmenter_names_the_extra(monkeypatch):
-    from importlib import metadata
-
-    from simhash_index.text import segmenters
-
-    installed = metadata.version
-
-    def version(package):
-        if package == "kiwipiepy":
-            raise metadata.PackageNotFoundError(package)
-        return installed(package)
-
-    monkeypatch.setattr(segmenters.metadata, "version", version)
-    with pytest.raises(ImportError, match=r"kiwipiepy.*simhash-index\[languages\]"):
-        Fingerprinter(stopwords="language")
+def test_scheme_names_the_bigrams():
+    assert BY_LANGUAGE.scheme.split("stop=")[1].split()[0].endswith("+ja,ko:bigrams")
