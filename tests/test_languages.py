@@ -92,7 +92,6 @@ def test_missing_library_names_the_extra(monkeypatch):
         Fingerprinter(stopwords="language")
 
 
-
 @pytest.mark.parametrize("language", ["ja", "ko"])
 def test_japanese_and_korean_are_cut_into_character_bigrams(language):
     text = TEXTS[language]
