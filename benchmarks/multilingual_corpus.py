@@ -1,7 +1,10 @@
-"""Build the multilingual development corpus from the history of git/git-scm.com.
+"""Build the multilingual development corpus from the history of git/git-scm.com and reactjs/LANG.react.dev.
 
     python -m benchmarks.multilingual_corpus --repo GIT_DIR --out DIR [--languages ja,ko,...]
-                                             [--pages 250] [--until COMMIT]
+                                             [--pages 250] [--until COMMIT] [--react LANG=GIT_DIR ...]
+
+Each --react adds the pages of a react.dev translation (multilingual_react_dev.py), two versions
+of each page, before git-scm.com's.
 
 GIT_DIR is a clone of github.com/git/git-scm.com (its gh-pages branch). That site commits
 its built content: the Pro Git book in some thirty languages (external/book/content/book/LANG/v2/)
