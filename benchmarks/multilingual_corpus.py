@@ -1,7 +1,10 @@
-"""Build the multilingual development corpus from the history of git/git-scm.com.
+"""Build the multilingual development corpus from the history of git/git-scm.com and reactjs/LANG.react.dev.
 
     python -m benchmarks.multilingual_corpus --repo GIT_DIR --out DIR [--languages ja,ko,...]
-                                             [--pages 250] [--until COMMIT]
+                                             [--pages 250] [--until COMMIT] [--react LANG=GIT_DIR ...]
+
+Each --react adds the pages of a react.dev translation (multilingual_react_dev.py), two versions
+of each page, before git-scm.com's.
 
 GIT_DIR is a clone of github.com/git/git-scm.com (its gh-pages branch). That site commits
 its built content: the Pro Git book in some thirty languages (external/book/content/book/LANG/v2/)
@@ -41,6 +44,8 @@ import trafilatura
 import xxhash
 
 from simhash_index.text.tokens import normalize, shingles
+
+from . import multilingual_react_dev as react_dev
 
 REPO_NAME = "git/git-scm.com"
 UNTIL = "ee67ac6060f369e01bc8e5b3a1a15a35f8658534"  # the snapshot the committed manifest was built from
@@ -99,6 +104,7 @@ class Version:
 
 
 def git(repo: Path, *args: str) -> str:
+    """A git command's output, in the repository whose git directory is `repo`."""
     return subprocess.run(
         ["git", "-c", "core.quotepath=off", f"--git-dir={repo}", *args],
         check=True,
@@ -165,6 +171,42 @@ def _commonest(lang: str) -> frozenset[str]:
     return frozenset(wordfreq.top_n_list(lang, 100))
 
 
+def react_pages(repo: Path, lang: str, site: Path) -> Iterator[tuple[dict[str, object], str]]:
+    """Per react.dev page, its newest version in the language and the newest before it with
+    another text (react_dev.VERSIONS, among the newest react_dev.SCANNED), written to `site`."""
+    found = versions(repo, react_dev.PINNED[lang], lang, f"{react_dev.CONTENT}/*.md", "react")
+    for orig_path in sorted(found):
+        kept: list[str] = []
+        for version in list(reversed(found[orig_path]))[: react_dev.SCANNED]:
+            page = react_dev.render(git(repo, "cat-file", "blob", version.blob), lang).encode("utf-8")
+            text = trafilatura.extract(page)
+            if not text or text in kept or not in_language(text, lang):
+                continue
+            kept.append(text)
+            path = react_dev.page_path(lang, orig_path, version.commit)
+            target = site / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(page)
+            yield _row(path, lang, "react.dev", f"reactjs/{lang}.react.dev", version, page, text), text
+            if len(kept) == react_dev.VERSIONS:
+                break
+
+
+def _row(path: str, lang: str, source: str, repo: str, version: Version, page: bytes, text: str) -> dict[str, object]:
+    return {
+        "path": path,
+        "lang": lang,
+        "chars": len(text),
+        "source": source,
+        "scheme": "char5" if lang in ("ja", "ko") else "word3",
+        "repo": repo,
+        "commit": version.commit,
+        "orig_path": version.orig_path,
+        "bytes": len(page),
+        "text_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
+    }
+
+
 def truth_pairs(rows: list[dict[str, object]], texts: dict[str, str]) -> Iterator[dict[str, object]]:
     """Pairs of one language's pages with Jaccard >= GRAY, exact for identical texts."""
     sets = {row["path"]: frozenset(shingles(normalize(texts[str(row["path"])]))) for row in rows}
@@ -200,9 +242,15 @@ def listing(out: Path, rows: list[dict[str, object]]) -> None:
         )
 
 
-def build(repo: Path, out: Path, languages: list[str], pages: int, until: str) -> None:
+def build(repo: Path, out: Path, languages: list[str], pages: int, until: str, react: dict[str, Path]) -> None:
     rows: list[dict[str, object]] = []
     texts: dict[str, str] = {}
+    for lang, react_repo in sorted(react.items()):
+        before = len(rows)
+        for row, text in react_pages(react_repo, lang, out / "site"):
+            rows.append(row)
+            texts[str(row["path"])] = text
+        print(f"{lang}: {len(rows) - before} react.dev pages")
     for lang in languages:
         book, manual = SOURCES[lang]
         found = versions(repo, until, lang, f"external/book/content/book/{book}/v2", "book")
@@ -221,20 +269,7 @@ def build(repo: Path, out: Path, languages: list[str], pages: int, until: str) -
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(page)
             texts[version.path] = text
-            rows.append(
-                {
-                    "path": version.path,
-                    "lang": lang,
-                    "chars": len(text),
-                    "source": f"git-scm-{version.kind}",
-                    "scheme": "char5" if lang in ("ja", "ko") else "word3",
-                    "repo": REPO_NAME,
-                    "commit": version.commit,
-                    "orig_path": version.orig_path,
-                    "bytes": len(page),
-                    "text_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
-                }
-            )
+            rows.append(_row(version.path, lang, f"git-scm-{version.kind}", REPO_NAME, version, page, text))
             kept += 1
         print(f"{lang}: {kept} pages; {skipped} versions without text in {lang} left out")
     listing(out, rows)
@@ -264,6 +299,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--languages", default=",".join(SOURCES), help=f"comma-separated, of {sorted(SOURCES)}")
     p.add_argument("--pages", type=int, default=250, help="pages per language at least (default 250)")
     p.add_argument("--until", default=UNTIL, help="newest commit of the history read (default: the manifest's)")
+    p.add_argument(
+        "--react",
+        action="append",
+        default=[],
+        metavar="LANG=GIT_DIR",
+        help="a clone of github.com/reactjs/LANG.react.dev for that language (repeatable; multilingual_react_dev.py)",
+    )
     return p
 
 
@@ -276,8 +318,14 @@ def main() -> None:
         raise SystemExit(f"--languages: no source for {unknown}; choose from {sorted(SOURCES)}")
     if args.out.exists() and any(args.out.iterdir()):
         raise SystemExit(f"--out {args.out}: not empty; give a new directory")
+    react = {}
+    for item in args.react:
+        lang, _, path = item.partition("=")
+        if lang not in react_dev.PINNED or not path:
+            raise SystemExit(f"--react {item!r}: expected LANG=GIT_DIR with LANG one of {sorted(react_dev.PINNED)}")
+        react[lang] = Path(path)
     args.out.mkdir(parents=True, exist_ok=True)
-    build(args.repo, args.out, languages, args.pages, args.until)
+    build(args.repo, args.out, languages, args.pages, args.until, react)
 
 
 if __name__ == "__main__":

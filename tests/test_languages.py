@@ -90,3 +90,35 @@ def test_missing_library_names_the_extra(monkeypatch):
     monkeypatch.setattr(languages.metadata, "version", version)
     with pytest.raises(ImportError, match=r"simhash-index\[languages\]"):
         Fingerprinter(stopwords="language")
+
+
+@pytest.mark.parametrize("language", ["ja", "ko"])
+def test_japanese_and_korean_are_cut_into_character_bigrams(language):
+    text = TEXTS[language]
+    features = BY_LANGUAGE.features(text)
+    assert features == Fingerprinter(stopwords="language", tokenizer="bigrams", tf_power=1.0).features(text)
+    assert all(len(feature) <= 2 for feature in features)
+    # jieba's Chinese words, or whole space-separated runs, are what the default cuts them into
+    assert set(features) != set(BUILTIN.features(text))
+
+
+def test_a_korean_particle_changes_one_bigram():
+    one = "서버는 각 페이지를 데이터베이스에 저장한 다음 다른 페이지와 비교합니다."
+    other = one.replace("페이지를", "페이지가")
+    assert set(BY_LANGUAGE.features(one)) ^ set(BY_LANGUAGE.features(other)) == {"지를", "지가"}
+
+
+def test_mixed_japanese_page_cuts_japanese_and_keeps_code_words_whole():
+    text = (
+        "useState フックを使ってコンポーネントに state 変数を追加します。"
+        "ボタンをクリックすると表示が更新されます。"
+        "const [index, setIndex] = useState(0); // update the index when the button is clicked"
+    )
+    assert identify(BY_LANGUAGE.normalize(text)) == "ja"
+    features = set(BY_LANGUAGE.features(text))
+    assert {"usestate", "setindex", "state", "button", "clicked", "フッ", "変数", "追加"} <= features
+    assert not {"the", "when", "フックを使って"} & features
+
+
+def test_scheme_names_the_bigrams():
+    assert BY_LANGUAGE.scheme.split("stop=")[1].split()[0].endswith("+ja,ko:bigrams")

@@ -89,6 +89,7 @@ class Fingerprinter:
     stopwords: True for the built-in English and Chinese lists, "english" or "chinese" for one
       of them, "language" for those and the stop words of each text's identified language
       (text.languages; needs the `languages` extra), False, or your own collection of words.
+      With "language" and tokenizer "auto", Japanese and Korean texts are cut into "bigrams".
     numbers: "shape" (a dot or comma between digits joins them, and every digit counts as 0:
       1.7.4 and 2.0.1 are one feature, so a version or date bump does not move the fingerprint),
       "keep" (joined, digits kept), "split" (split at dots and commas, digits kept: the previous default)
@@ -207,13 +208,17 @@ class Fingerprinter:
 
     def tokens(self, normalized_text: str) -> list[str]:
         """The words of a normalised text that become features: stop words out, numbers as set."""
-        stop = languages.stop_words(languages.identify(normalized_text)) if self._by_language else self._stop
+        language = languages.identify(normalized_text) if self._by_language else None
+        stop = self._stop if language is None else languages.stop_words(language)
         if self.numbers == "shape":
             normalized_text = number_shapes(normalized_text)
-        if isinstance(self.tokenizer, str):
-            words = TOKENIZERS[self.tokenizer](normalized_text, join_numbers=self.numbers != "split")
+        tokenizer = self.tokenizer
+        if tokenizer == "auto" and language in languages.BIGRAMS:
+            tokenizer = "bigrams"
+        if isinstance(tokenizer, str):
+            words = TOKENIZERS[tokenizer](normalized_text, join_numbers=self.numbers != "split")
         else:
-            words = self.tokenizer(normalized_text)
+            words = tokenizer(normalized_text)
         if self.numbers == "drop":
             return [t for t in words if t not in stop and not is_number(t)]
         return [t for t in words if t not in stop] if stop else list(words)

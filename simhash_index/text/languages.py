@@ -9,7 +9,10 @@ tables, normalised like the text: short, like the built-in lists. English and Ch
 built-in lists (stopwords.ALL), which were tuned on the evaluation corpus, and every text gets
 those too, so a page that mixes its own language with English (code, untranslated paragraphs)
 loses both languages' function words. A language wordfreq has no table for gets only the
-built-in lists.
+built-in lists. Japanese and Korean text is cut into character bigrams (tokens.cjk_bigrams;
+words in other scripts, code and numbers stay whole), not into jieba's Chinese words: they
+measured better than fugashi's and kiwipiepy's morphemes on the development corpus, with no
+dictionary to load (docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ SAMPLE = 2000  # characters identified: enough for py3langid on this corpus (doc
 TOP = 100
 ENGLISH_SHARE = 0.25
 BUILTIN = ("en", "zh")  # languages whose built-in list is the whole of their stop words
+BIGRAMS = frozenset({"ja", "ko"})  # cut into character bigrams, not jieba's words (docs/accuracy.md)
 _KANA = re.compile("[\u3040-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
 _WORD = re.compile(r"\w+")
@@ -73,7 +77,10 @@ def stop_words(language: str) -> frozenset[str]:
 
 def scheme() -> str:
     """The libraries and versions that decide a text's language and stop words."""
-    return f"py3langid-{_version('py3langid')}+wordfreq-{_version('wordfreq')}-{WORDLIST}-top{TOP}+builtin"
+    return (
+        f"py3langid-{_version('py3langid')}+wordfreq-{_version('wordfreq')}-{WORDLIST}-top{TOP}+builtin"
+        f"+{','.join(sorted(BIGRAMS))}:bigrams"
+    )
 
 
 def _version(package: str) -> str:
