@@ -22,7 +22,8 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -32,9 +33,10 @@ from .fingerprinting.pages import Page, PageJob, PageSetup, analyse
 from .index.base import Index
 from .index.records import Match
 from .index.writer import BatchWriter
-from .workers import WorkerPool
+from .workers import WorkerCrashed, WorkerPool, WorkerTimeout
 
 T = TypeVar("T")
+M = TypeVar("M")
 PROBE_EVERY_S = 1.0
 NOISY_LOGGERS = ("trafilatura", "htmldate", "courlan", "justext")
 logger = logging.getLogger(__name__)
@@ -44,11 +46,12 @@ Decision = tuple[str, Signature, str | None]  # (key, signature, text to keep)
 
 class Deduplicator:
     """Pages analysed in `workers` processes and decided in batches against the index that
-    `open_index()` opens (called again to start anew when the index vanished)."""
+    `open_index()` opens (called again to start anew when the index vanished); with
+    `open_index` None, pages are only analysed (a dry run decides them elsewhere)."""
 
     def __init__(
         self,
-        open_index: Callable[[], Index],
+        open_index: Callable[[], Index] | None,
         setup: PageSetup,
         *,
         workers: int = 0,
@@ -73,11 +76,12 @@ class Deduplicator:
         # a page's analysis waits on a worker here; two more threads for open, close and `call`
         self._threads = ThreadPoolExecutor(max(1, workers) + 2, thread_name_prefix="simhash")
         self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
+        self._opened = False
 
     @property
     def ready(self) -> bool:
         """Whether open() finished and close() has not begun: pages can be decided."""
-        return self.writer is not None
+        return self.writer is not None or (self._open_index is None and self._opened)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -89,15 +93,18 @@ class Deduplicator:
     def _open(self) -> None:
         for noisy in NOISY_LOGGERS:
             logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger(noisy).getEffectiveLevel()))
-        self.index = self._open_index()
+        if self._open_index is not None:
+            self.index = self._open_index()
         try:
-            self.stored_at_start = len(self.index)
+            self.stored_at_start = 0 if self.index is None else len(self.index)
             if self.workers:
                 self.pool = WorkerPool(analyse, self.setup, size=self.workers, timeout=self.worker_timeout)
         except BaseException:
             self._close()
             raise
-        self.writer = BatchWriter(self._decide, batch_size=self.batch_size)
+        if self.index is not None:
+            self.writer = BatchWriter(self._decide, batch_size=self.batch_size)
+        self._opened = True
 
     def close(self) -> Future[int | None]:
         """Decide what is queued, then stop the writer and the workers and close the index.
@@ -117,6 +124,7 @@ class Deduplicator:
         return closed
 
     def _close(self) -> int | None:
+        self._opened = False
         if self.writer is not None:
             self.writer.close()
             self.writer = None
@@ -148,6 +156,18 @@ class Deduplicator:
             page: Page = self.pool.run(job)
             return page
         return analyse(self.setup, job)
+
+    def analyse_many(self, pages: Iterable[tuple[M, PageJob]]) -> Iterator[tuple[M, Page]]:
+        """(meta, Page) for each (meta, job), in the order given, analysed side by side; a page
+        whose worker crashed or ran over the timeout comes back with `failure` set. At most
+        twice as many pages as workers are in flight: the input is read as it goes."""
+        pending: deque[tuple[M, Future[Page]]] = deque()
+        for meta, job in pages:
+            pending.append((meta, self.analyse(job)))
+            if len(pending) >= 2 * max(1, self.workers):
+                yield _analysed(*pending.popleft())
+        while pending:
+            yield _analysed(*pending.popleft())
 
     def decide(self, key: str, signature: Signature, text: str | None = None) -> Future[Match | None]:
         """Check the page against the index and store it unless it duplicates a stored page:
@@ -196,6 +216,7 @@ class Deduplicator:
         )
         if self._on_index_lost is not None:
             self._on_index_lost()
+        assert self._open_index is not None, "deciding needs an index"
         index = self._open_index()
         self.index = index
         vanished.close()
@@ -212,6 +233,13 @@ class Deduplicator:
             logger.info("simhash: the index answers again; deduplicating")
             self._outage = None
             return
+
+
+def _analysed(meta: M, future: Future[Page]) -> tuple[M, Page]:
+    try:
+        return meta, future.result()
+    except (WorkerCrashed, WorkerTimeout) as exc:
+        return meta, Page(None, None, str(exc))
 
 
 def _short(error: object, limit: int = 400) -> str:
