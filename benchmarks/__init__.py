@@ -1,1 +1,1 @@
-"""Benchmark scripts (run them from the repository root)."""
+"""The benchmark suite: `python -m benchmarks.NAME` from the repository root (docs/benchmarks.md lists them)."""

@@ -1,12 +1,10 @@
-"""What the speed benchmarks share: timing rounds, the machine line, docs/benchmarks.md sections and synthetic pages."""
+"""What the benchmarks share: timing rounds, the machine line, tables and docs/benchmarks.md sections."""
 
 from __future__ import annotations
 
 import os
 import platform
-import random
 import re
-import resource
 import shlex
 import statistics
 import sys
@@ -16,12 +14,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "benchmarks.md"
-_TITLE = "# Benchmarks\n\nWritten by the scripts in `benchmarks/`; each keeps its own section up to date.\n"
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# The evaluation corpus: $SIMHASH_BENCH_EVAL, else shared/eval beside the clone.
+EVAL = Path(os.environ.get("SIMHASH_BENCH_EVAL") or REPO.parent / "shared" / "eval")
+_TITLE = "# Benchmarks\n"
 
 
 def machine() -> str:
@@ -42,7 +37,10 @@ def load_of(machine_line: str) -> str:
 
 
 def command() -> str:
-    return "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
+    """The command line of this run, as `python -m benchmarks.NAME ...`."""
+    main = sys.modules["__main__"]
+    name = main.__spec__.name if main.__spec__ else os.path.relpath(sys.argv[0], REPO)
+    return "python -m " + " ".join(shlex.quote(a) for a in [name, *sys.argv[1:]])
 
 
 def stamp() -> str:
@@ -80,15 +78,3 @@ def write_section(name: str, body: str, path: Path = DOCS) -> None:
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-
-
-def page_key(i: int) -> str:
-    """The URL key of synthetic page i (31 characters for page 0, 38 for page 9,999,999)."""
-    return f"https://example.com/page/{i}.html"
-
-
-def flip(value: int, rng: random.Random) -> int:
-    """The fingerprint with 1 to 3 random bits flipped: a planted near-duplicate."""
-    for position in rng.sample(range(64), rng.randint(1, 3)):
-        value ^= 1 << position
-    return value

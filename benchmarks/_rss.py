@@ -1,22 +1,35 @@
-"""Resident memory of a running process and its descendants, sampled from /proc (Linux)."""
+"""Resident memory: this process's peak, a process's RSS by kind, a process tree's RSS over time (Linux)."""
 
 from __future__ import annotations
 
 import contextlib
+import resource
 import subprocess
 import threading
 import time
 from pathlib import Path
 
 
-def _rss_kb(pid: int) -> int:
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def status_kb(pid: int | str = "self", fields: tuple[str, ...] = ("VmRSS",)) -> dict[str, int]:
+    """Fields of /proc/PID/status in kB (VmRSS, RssAnon, RssFile, ...); empty when the process is gone."""
+    found = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+            name, _, value = line.partition(":")
+            if name in fields:
+                found[name] = int(value.split()[0])
     except (OSError, ValueError):
         pass
-    return 0
+    return found
+
+
+def _rss_kb(pid: int) -> int:
+    return status_kb(pid).get("VmRSS", 0)
 
 
 def _children(pid: int) -> list[int]:

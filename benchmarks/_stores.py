@@ -1,4 +1,5 @@
-"""Where the SQL benchmarks put an index: a throwaway PostgreSQL schema, and what it takes on disk."""
+"""Where the benchmarks put an index (a temporary SQLite file, a throwaway PostgreSQL schema or Redis key
+prefix) and what it takes on disk or in memory."""
 
 from __future__ import annotations
 
@@ -7,15 +8,15 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from simhash_index import SimhashIndex
+from simhash_index.index.redis.backend import split_url
+from simhash_index.index.sql.backend import SqlIndex
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-LAYOUT = "halves"  # what the scale benchmarks measure; layouts.py compares both
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 
 @contextmanager
@@ -46,46 +47,43 @@ def vacuum(url: str) -> None:
         engine.dispose()
 
 
-def disk_bytes(backend: str, index: SimhashIndex, path: Path | None) -> int:
-    """SQLite: the database file with the WAL folded in; PostgreSQL: the index's tables with their indexes."""
-    if backend == "sqlite":
-        connection = sqlite3.connect(path, isolation_level=None)
-        try:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            connection.close()
-        return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+def sqlite_bytes(path: Path) -> int:
+    """The SQLite database file with its WAL folded in."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def postgres_bytes(index: SqlIndex) -> int:
+    """The index's PostgreSQL tables with their indexes."""
     with index.transaction(write=False) as conn:
-        return conn.exec_driver_sql(
+        size = conn.exec_driver_sql(
             "SELECT pg_total_relation_size('simhash_documents') + pg_total_relation_size('simhash_duplicates')"
         ).scalar_one()
+    return int(size)
 
 
-def storage_parts(backend: str, index: SimhashIndex, path: Path | None) -> dict[str, int]:
-    """Bytes per table and index (SQLite: dbstat; PostgreSQL: per relation): where a page's bytes go."""
-    if backend == "sqlite":
-        connection = sqlite3.connect(path)
-        try:
-            return dict(connection.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall())
-        finally:
-            connection.close()
-    with index.transaction(write=False) as conn:
-        rows = conn.exec_driver_sql(
-            "SELECT c.relname, CASE WHEN c.relkind = 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END "
-            "FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'i')"
-        ).all()
-    return {name: size for name, size in rows}
+@contextmanager
+def redis_prefix(base_url: str) -> Iterator[str]:
+    """A Redis URL with a key prefix of its own, whose keys are deleted afterwards."""
+    import redis
+
+    prefix = f"bench-{uuid.uuid4().hex[:12]}:"
+    try:
+        yield f"{base_url}{'&' if '?' in base_url else '?'}prefix={prefix}"
+    finally:
+        with redis.Redis.from_url(split_url(base_url)[0]) as client:
+            doomed = list(client.scan_iter(match=f"{prefix}*", count=10_000))
+            for start in range(0, len(doomed), 10_000):
+                client.unlink(*doomed[start : start + 10_000])
 
 
-def candidate_statement(index: Any, dialect: str) -> str:
-    """The SQL reading a fingerprint's candidate rows (id, fingerprint, exact_only) in the index's layout."""
-    statement: str = index.layout.candidates_sql("sqlite")
-    return statement.replace("?", "%s") if dialect == "postgresql" else statement
+def redis_memory(url: str) -> int:
+    """The Redis server's used_memory, in bytes."""
+    import redis
 
-
-def lookup_statement(index: Any, dialect: str, fingerprint: int) -> tuple[str, tuple[object, ...]]:
-    """The statement query() runs for one fingerprint, and its parameters."""
-    layout = index.layout
-    if dialect == "postgresql":
-        return layout.near_sql(), layout.near_parameters(fingerprint, index.max_distance)
-    return layout.candidates_sql("sqlite"), layout.candidates_parameters(fingerprint)
+    with redis.Redis.from_url(split_url(url)[0]) as client:
+        return int(client.info("memory")["used_memory"])

@@ -1,6 +1,6 @@
 """Crawl the evaluation corpus with `scrapy crawl site`, score it, and time the pipeline's cost.
 
-    python benchmarks/crawl_eval.py [--eval ../shared/eval] [--orders dfs,bfs] [--no-timing]
+    python -m benchmarks.crawl_eval [--eval ../shared/eval] [--orders dfs,bfs] [--no-timing]
 
 Serves the corpus's site/ on 127.0.0.1, crawls it with dedup on (SQLite) in each crawl order and
 scores the kept pages with the corpus's score.py. Then times the same crawl three ways in one run:
@@ -24,12 +24,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks._common import command, load_of, machine, stamp, write_section
+from benchmarks._common import EVAL, REPO, command, load_of, machine, stamp, write_section
 from benchmarks._rss import Sampler
 
-REPO = Path(__file__).resolve().parent.parent
 ORDERS = {
     "dfs": [],  # Scrapy's default: LIFO queues, depth-first
     "bfs": [
@@ -134,26 +131,31 @@ FAVORS = {
 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
-    parser.add_argument("--orders", default="dfs,bfs", help="crawl orders to score: dfs, bfs")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.crawl_eval", description=__doc__.splitlines()[0])
+    p.add_argument("--eval", type=Path, default=EVAL, help="the corpus directory")
+    p.add_argument("--orders", default="dfs,bfs", help="crawl orders to score: dfs, bfs")
+    p.add_argument(
         "--favors",
         default="default,favor_precision,favor_recall,fast",
         help="extraction options scored: " + ", ".join(FAVORS),
     )
-    parser.add_argument(
+    p.add_argument(
         "--radii", default="", help="search radii scored (SIMHASH_MAX_DISTANCE), e.g. 3,6; default: the library's"
     )
-    parser.add_argument("--no-timing", action="store_true", help="score only; skip the three-way timing")
-    parser.add_argument("--rounds", type=int, default=3, help="timing rounds (the modes interleaved); medians reported")
-    parser.add_argument(
+    p.add_argument("--no-timing", action="store_true", help="score only; skip the three-way timing")
+    p.add_argument("--rounds", type=int, default=3, help="timing rounds (the modes interleaved); medians reported")
+    p.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting for every scored crawl"
     )
-    parser.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's own)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    args = parser.parse_args()
+    p.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's own)")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    return p
+
+
+def main() -> None:
+    p = parser()
+    args = p.parse_args()
     if not (args.eval / "site" / "index.html").exists():
         sys.exit(f"--eval {args.eval}: no site/index.html there; point it at the evaluation corpus")
     began, load_before = stamp(), machine()

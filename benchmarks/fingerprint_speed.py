@@ -1,6 +1,6 @@
 """Fingerprint speed: our simhash against the `simhash` package and trafilatura's Simhash, same tokens.
 
-    python benchmarks/fingerprint_speed.py [--texts PATH] [--rounds 7] [--no-write]
+    python -m benchmarks.fingerprint_speed [--texts PATH] [--rounds 7] [--no-write]
                                            [--fingerprinter 'LABEL;key=value;...' ...]
 
 The texts are the evaluation corpus's extracted texts (../shared/eval/extracted_text.jsonl.gz),
@@ -32,17 +32,13 @@ import gzip
 import importlib
 import json
 import random
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import simhash as simhash_package  # type: ignore[import-untyped]  # the `simhash` package from PyPI, the peer
 from trafilatura import deduplication as trafilatura_dedup
 
-from benchmarks._common import REPO, Timer, command, machine, median, stamp, table, write_section
+from benchmarks._common import EVAL, Timer, command, machine, median, stamp, table, write_section
 from simhash_index import simhash
 from simhash_index.text.tokens import normalize, words
 
@@ -50,7 +46,7 @@ simhash_module = importlib.import_module(
     "simhash_index.fingerprinting.simhash"
 )  # the package exports a function of that name
 
-DEFAULT_TEXTS = REPO.parent / "shared" / "eval" / "extracted_text.jsonl.gz"
+DEFAULT_TEXTS = EVAL / "extracted_text.jsonl.gz"
 TARGET_VS_PACKAGE = 10.0
 
 
@@ -120,21 +116,26 @@ def fingerprinter_rounds(specs: list[str], texts: list[str], total: int, rounds:
     return table(["Fingerprinter", "texts/s (warm)", "tokens/s (warm)", "tokens/s (cold)", "first call (s)"], rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (the first is cold)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint_speed", description=__doc__.splitlines()[0])
+    p.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
+    p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (the first is cold)")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    p.add_argument(
         "--fingerprinter",
         action="append",
         default=[],
         help="also time Fingerprinter.signature with these settings: 'LABEL;key=value;...' (repeatable)",
     )
-    parser.add_argument("--only-fingerprinter", action="store_true", help="skip the simhash comparison")
-    args = parser.parse_args()
+    p.add_argument("--only-fingerprinter", action="store_true", help="skip the simhash comparison")
+    return p
+
+
+def main() -> None:
+    p = parser()
+    args = p.parse_args()
     if args.rounds < 2:
-        parser.error("--rounds must be at least 2: one cold round and one warm")
+        p.error("--rounds must be at least 2: one cold round and one warm")
 
     texts, source = corpus_texts(args.texts)
     token_lists = [tokens for tokens in (words(normalize(text)) for text in texts) if tokens]
@@ -145,6 +146,8 @@ def main() -> None:
         print("\n" + fingerprinter_rounds(args.fingerprinter, texts, total, args.rounds) + "\n", flush=True)
     if args.only_fingerprinter:
         return
+
+    import simhash as simhash_package  # type: ignore[import-untyped]  # the `simhash` package from PyPI ([bench] extra)
 
     subjects: dict[str, tuple[Callable[[Any], object], list[Any]]] = {
         "simhash_index.simhash": (simhash, token_lists),

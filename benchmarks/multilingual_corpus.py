@@ -253,14 +253,23 @@ def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> None:
             lines.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.multilingual_corpus",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--repo", type=Path, required=True, help="git directory of a git/git-scm.com clone")
+    p.add_argument("--out", type=Path, required=True, help="directory to write the corpus into")
+    p.add_argument("--languages", default=",".join(SOURCES), help=f"comma-separated, of {sorted(SOURCES)}")
+    p.add_argument("--pages", type=int, default=250, help="pages per language at least (default 250)")
+    p.add_argument("--until", default=UNTIL, help="newest commit of the history read (default: the manifest's)")
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", type=Path, required=True, help="git directory of a git/git-scm.com clone")
-    parser.add_argument("--out", type=Path, required=True, help="directory to write the corpus into")
-    parser.add_argument("--languages", default=",".join(SOURCES), help=f"comma-separated, of {sorted(SOURCES)}")
-    parser.add_argument("--pages", type=int, default=250, help="pages per language at least (default 250)")
-    parser.add_argument("--until", default=UNTIL, help="newest commit of the history read (default: the manifest's)")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     languages = [lang.strip() for lang in args.languages.split(",") if lang.strip()]
     unknown = sorted(set(languages) - set(SOURCES))
     if unknown:

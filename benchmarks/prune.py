@@ -1,7 +1,7 @@
 """Prune: forgetting half of a 1M-page SQLite index, the way `simhash-index prune` does, beside
 the one-statement DELETE a user would write, while a crawl keeps writing.
 
-    python benchmarks/prune.py [--n 1000000] [--logged 20000] [--workdir DIR]
+    python -m benchmarks.prune [--n 1000000] [--logged 20000] [--workdir DIR]
 
 The index is bulk-loaded (`insertion_session`) with N pages whose fingerprints crowd as real
 text does: a tenth are 1-3 bits from an earlier page, and the rest share their top 16 bits in
@@ -20,15 +20,14 @@ import multiprocessing
 import random
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks._common import REPO, flip, machine, page_key, peak_rss_mb, stamp, table, write_section
+from benchmarks._common import REPO, command, machine, stamp, table, write_section
+from benchmarks._rss import peak_rss_mb
+from benchmarks.workloads import flip, page_key
 from simhash_index import SimhashIndex
 from simhash_index.fingerprinting.fingerprinter import Signature
 
@@ -114,13 +113,18 @@ def run(variant, path: Path, cutoff: datetime) -> tuple[float, float, int, int, 
     return seconds, rss, pages, dups, slowest, calls
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.prune", description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=1_000_000)
+    p.add_argument("--logged", type=int, default=20_000)
+    p.add_argument("--workdir", type=Path)
+    p.add_argument("--no-write", action="store_true")
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--logged", type=int, default=20_000)
-    parser.add_argument("--workdir", type=Path)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as folder:
         base = Path(folder) / "base.db"
         began = time.perf_counter()
@@ -145,7 +149,7 @@ def main() -> None:
         [
             "## Measured",
             "",
-            f"`{' '.join(['python benchmarks/prune.py', *sys.argv[1:]])}`, {stamp()}; {machine()}.",
+            f"`{command()}`, {stamp()}; {machine()}.",
             f"A {args.n:,}-page SQLite index (blocks layout, sketches, {args.logged:,} duplicates logged), the older",
             "half dated 40 days back, pruned with `--older-than 30d` while another process called",
             "`check_and_add` in a loop (its slowest call: how long a crawl waited for the index).",

@@ -2,7 +2,7 @@
 
     python -m benchmarks.radius --n 1000000 --radii 3,4,5,6,7 --peer-radii 3,6 --write
 
-Loads n realistic fingerprints (benchmarks/realistic_pages.py: sites with templates, reused
+Loads n realistic fingerprints (benchmarks/workloads/realistic.py: sites with templates, reused
 paragraphs and near copies) into one SQLite index, then, for each radius in interleaved rounds
 (medians): query() of held-out pages of the same sites (new pages), the stored fingerprints a
 lookup returns, and batched decisions: check_and_add_many in batches of 64 of held-out pages, the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -22,10 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks._common import command, machine, median, stamp, table, write_section
-from benchmarks.realistic_pages import realistic
+from benchmarks.workloads.realistic import realistic
 from simhash_index import SimhashIndex
 from simhash_index.index.base import Index
 from simhash_index.index.probes import probe_count
+from simhash_index.index.sql.layouts import Layout
 
 BATCH = 64
 
@@ -58,9 +60,22 @@ def decisions(index: Index, pages: list[tuple[str, int]]) -> tuple[float, float]
     return len(pages) / seconds, dropped / len(pages)
 
 
+def scan_floor(path: Path, checks: list[int], radius: int) -> tuple[float, float]:
+    """What the batches' probes cost SQLite alone: index entries read per decision, and the
+    decisions/s if a batch cost no more than counting those entries (no row handed to Python)."""
+    layout = Layout("blocks")
+    began, entries = time.perf_counter(), 0
+    with sqlite3.connect(path) as conn:
+        for start in range(0, len(checks), BATCH):
+            statement, parameters = layout.batch_candidates(checks[start : start + BATCH], radius)
+            entries += conn.execute(f"SELECT count(*) FROM ({statement})", parameters).fetchone()[0]
+    return entries / len(checks), len(checks) / (time.perf_counter() - began)
+
+
 def peer_lookups(fps: np.ndarray, keys: list[str], queries: list[int], radius: int) -> tuple[float, float, float]:
     """The `simhash` package's SimhashIndex(k=radius) over the same pages: build seconds, lookups/s, mean found."""
-    from simhash import Simhash, SimhashIndex as PeerIndex
+    from simhash import Simhash
+    from simhash import SimhashIndex as PeerIndex
 
     began = time.perf_counter()
     peer = PeerIndex([(key, Simhash(int(fp))) for key, fp in zip(keys, fps.tolist())], k=radius)
@@ -71,18 +86,23 @@ def peer_lookups(fps: np.ndarray, keys: list[str], queries: list[int], radius: i
     return built, len(queries) / (time.perf_counter() - began), found / len(queries)
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.radius", description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=100_000, help="pages loaded")
+    p.add_argument("--radii", default="3,4,5,6,7")
+    p.add_argument("--peer-radii", default="3,6", help="radii the simhash package is measured at ('' for none)")
+    p.add_argument("--queries", type=int, default=500, help="lookups a round")
+    p.add_argument("--checks", type=int, default=BATCH * 40, help="decisions a round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--workers", type=int, default=2, help="processes generating pages")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--write", action="store_true", help="replace this run's section of docs/benchmarks.md")
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=100_000, help="pages loaded")
-    parser.add_argument("--radii", default="3,4,5,6,7")
-    parser.add_argument("--peer-radii", default="3,6", help="radii the simhash package is measured at ('' for none)")
-    parser.add_argument("--queries", type=int, default=500, help="lookups a round")
-    parser.add_argument("--checks", type=int, default=BATCH * 40, help="decisions a round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2, help="processes generating pages")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--write", action="store_true", help="replace this run's section of docs/benchmarks.md")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     radii = [int(r) for r in args.radii.split(",")]
     began, load_before = stamp(), machine()
     fps, keys, held = realistic(args.n, args.seed, args.workers)
@@ -95,7 +115,8 @@ def main() -> None:
         rate = load(url, fps, keys)
         print(f"loaded {len(keys):,} pages at {rate:,.0f}/s", flush=True)
         indexes = {r: SimhashIndex(url, max_distance=r) for r in radii}
-        timings: dict[int, dict[str, list[float]]] = {r: {"lookups": [], "decisions": []} for r in radii}
+        timings: dict[int, dict[str, list[float]]] = {r: {"lookups": [], "decisions": [], "floor": []} for r in radii}
+        entries: dict[int, float] = {}
         found: dict[int, float] = {}
         dropped: dict[int, float] = {}
         try:
@@ -106,6 +127,8 @@ def main() -> None:
                     pages = [(f"https://new.example.com/{round_}/{i}.html", fp) for i, fp in enumerate(checks)]
                     per_s, dropped[r] = decisions(indexes[r], pages)
                     timings[r]["decisions"].append(per_s)
+                    entries[r], per_s = scan_floor(Path(tmp) / "index.db", checks, r)
+                    timings[r]["floor"].append(per_s)
                 print(f"round {round_ + 1}/{args.rounds} done", flush=True)
         finally:
             for index in indexes.values():
@@ -123,10 +146,13 @@ def main() -> None:
                 f"{decide:,.0f}",
                 f"{median(timings[base]['decisions']) / decide:.2f}x",
                 f"{dropped[r]:.1%}",
+                f"{entries[r]:,.0f}",
+                f"{median(timings[r]['floor']):,.0f}",
             ]
         )
     header = ["radius", "probes", "found/lookup", "lookups/s", f"cost vs {base}", "decisions/s (batches of 64)"]
-    result = table([*header, f"cost vs {base}", "dropped"], rows)
+    floor = ["entries/decision", "scan floor/s"]
+    result = table([*header, f"cost vs {base}", "dropped", *floor], rows)
     peer_rows = []
     for r in [int(r) for r in args.peer_radii.split(",") if r]:
         built, per_s, peer_found = peer_lookups(fps, keys, queries, r)
@@ -138,9 +164,12 @@ def main() -> None:
 
 `{command()}` — {began}; {load_before} (at the start).
 
-{len(keys):,} realistic pages (benchmarks/realistic_pages.py) in one SQLite index, blocks layout; lookups of
+{len(keys):,} realistic pages (benchmarks/workloads/realistic.py) in one SQLite index, blocks layout; lookups of
 {len(queries)} and decisions on {len(checks):,} held-out pages of the same sites (new pages; some near copies),
-{args.rounds} interleaved rounds, medians; each round's decided pages forgotten after it.
+{args.rounds} interleaved rounds, medians; each round's decided pages forgotten after it. "entries/decision":
+the block index entries a decision's probes read; "scan floor/s": decisions/s if a batch cost no more
+than SQLite counting those entries (`SELECT count(*)` over the batch's probe statement, no row handed
+to Python), the most this layout's probes allow on this machine.
 
 {result}
 

@@ -1,6 +1,6 @@
 """Selectivity and accuracy of fingerprint settings on the evaluation corpus's extracted texts, side by side.
 
-    python benchmarks/selectivity.py [--eval ../shared/eval] [--config 'LABEL;key=value;...' ...]
+    python -m benchmarks.selectivity [--eval ../shared/eval] [--config 'LABEL;key=value;...' ...]
                                      [--distance 3[,4,...]] [--min-similarity 0.88] [--shuffles 3]
                                      [--scorer ../shared/eval/score.py]
 
@@ -47,15 +47,13 @@ from typing import Any
 import numpy as np
 import xxhash
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from benchmarks._common import EVAL
 from simhash_index.fingerprinting.fingerprinter import Fingerprinter
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.fingerprinting.sketch import similarity as sketch_similarity
 from simhash_index.text.tokens import shingles
 
-REPO = Path(__file__).resolve().parent.parent
-SCORER = REPO.parent / "shared" / "eval" / "score.py"
+SCORER = EVAL / "score.py"
 UNRELATED = 0.5  # a collision of texts sharing less than half their shingles: not a version of the same page
 PREVIOUS = "previous defaults;stopwords=False;tf_power=1.33;numbers='split'"
 DEFAULT_CONFIGS = [PREVIOUS, "defaults"]
@@ -289,25 +287,26 @@ def accuracy(
     return worst
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--eval", type=Path, default=REPO.parent / "shared" / "eval", help="the corpus directory")
-    parser.add_argument("--config", action="append", help="'LABEL;key=value;...' Fingerprinter settings (repeatable)")
-    parser.add_argument("--distance", default="3", help="Hamming distance of a lookup; several: 3,4,5")
-    parser.add_argument(
-        "--scorer", type=Path, help="score.py to score with (default: the corpus's, else ../shared/eval's)"
-    )
-    parser.add_argument("--min-similarity", type=float, default=0.88, help="sketch estimate needed to drop")
-    parser.add_argument(
-        "--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order"
-    )
-    parser.add_argument("--no-accuracy", action="store_true", help="selectivity only: skip the simulated dedup")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.selectivity", description=__doc__.splitlines()[0])
+    p.add_argument("--eval", type=Path, default=EVAL, help="the corpus directory")
+    p.add_argument("--config", action="append", help="'LABEL;key=value;...' Fingerprinter settings (repeatable)")
+    p.add_argument("--distance", default="3", help="Hamming distance of a lookup; several: 3,4,5")
+    p.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's, else ../shared/eval's)")
+    p.add_argument("--min-similarity", type=float, default=0.88, help="sketch estimate needed to drop")
+    p.add_argument("--shuffles", type=int, default=3, help="seeded shuffled orders beside corpus and reversed order")
+    p.add_argument("--no-accuracy", action="store_true", help="selectivity only: skip the simulated dedup")
+    p.add_argument(
         "--raw-texts",
         action="store_true",
         help="count texts as distinct as extracted, not once normalised (as issue 20's figures did)",
     )
-    args = parser.parse_args()
+    return p
+
+
+def main() -> None:
+    p = parser()
+    args = p.parse_args()
     if not (args.eval / "truth.jsonl").is_file():
         sys.exit(f"--eval {args.eval}: no truth.jsonl there; point it at the evaluation corpus")
     corpus = load_corpus(args.eval, args.scorer)

@@ -1,10 +1,10 @@
 """Throughput: decisions/s of check_and_add_many on SQLite, PostgreSQL and Redis, 1 and 4 writer processes.
 
-    python benchmarks/throughput.py [--backends sqlite,postgres,redis] [--rounds 3] [--seconds 4]
+    python -m benchmarks.throughput [--backends sqlite,postgres,redis] [--rounds 3] [--seconds 4]
                                     [--prefill 100000] [--postgres-url URL] [--redis-url URL] [--no-write]
 
 Pages: template crowds around the eval corpus's real signatures, one in ten a near-duplicate
-(benchmarks/_pages.py). Each backend's index is first filled with --prefill such pages
+(benchmarks/workloads/templates.py). Each backend's index is first filled with --prefill such pages
 (add_many), then every configuration (backend x batch of 1 or 64 x 1 or 4 writers) runs for
 --seconds in each of --rounds interleaved rounds, in a shuffled order, each writer a process of
 its own with its own connection and fresh pages (generated before the start line); the aggregate
@@ -22,22 +22,18 @@ import os
 import pstats
 import random
 import sqlite3
-import sys
 import tempfile
 import time
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks._common import command, load_of, machine, median, stamp, table, write_section
-from benchmarks._pages import Templates, pages, templates
-from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, vacuum
+from benchmarks._stores import DEFAULT_POSTGRES, DEFAULT_REDIS, postgres_schema, vacuum
+from benchmarks.workloads.templates import Templates, pages, templates
 from simhash_index import open_index
 from simhash_index.index.base import Index
 
-DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 BATCHES = (1, 64)
 WRITERS = (1, 4)
 # The issue's targets: (backend, batch, writers) -> decisions/s
@@ -190,20 +186,25 @@ def sqlite_wal_pages(url: str, batches: int = 10) -> tuple[float, int]:
     return frames / batches, page_size
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__.splitlines()[0])
+    p.add_argument("--backends", default="sqlite,postgres,redis")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=4.0, help="how long each configuration runs a round")
+    p.add_argument("--prefill", type=int, default=100_000, help="pages stored before the timed runs")
+    p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
+    p.add_argument("--redis-url", default=DEFAULT_REDIS)
+    p.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
+    p.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
+    p.add_argument("--max-distance", type=int, help="the search radius (default: the library's)")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    return p
+
+
 def main() -> None:
     global BASE, RADIUS
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="sqlite,postgres,redis")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=4.0, help="how long each configuration runs a round")
-    parser.add_argument("--prefill", type=int, default=100_000, help="pages stored before the timed runs")
-    parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS)
-    parser.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
-    parser.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
-    parser.add_argument("--max-distance", type=int, help="the search radius (default: the library's)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     RADIUS = args.max_distance
     backends = [b for b in args.backends.split(",") if b]
     began, load_before = stamp(), machine()
@@ -300,7 +301,7 @@ deciding fresh pages for {args.seconds:g} s; the aggregate rate is all writers' 
 common start line to the last one's end. {args.rounds} interleaved rounds (every configuration once a round, in a
 shuffled order), medians. Each index first holds {args.prefill:,} pages (`add_many`), and every run starts from
 them: the pages a run decided are forgotten (`index.forget`) before the next. Pages: template crowds around
-{BASE.source} (`benchmarks/_pages.py`): a page is a template's fingerprint with 8-24 bits flipped and a sketch sharing
+{BASE.source} (`workloads/templates.py`): a page is a template's fingerprint with 8-24 bits flipped and a sketch sharing
 half its slots with the template's, templates picked Zipf-like so a few are big crowds (two random generated
 pages are a median 31 bits apart, 5th percentile 23; in the eval corpus, non-duplicate pages of one repository 27,
 5th percentile 20, of different ones 31); one page in ten a

@@ -10,15 +10,15 @@ Needs wget, and the [bench] extra (fastwarc, warcio).
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ._common import REPO, Timer, command, machine, median, stamp, table, write_section
+from ._common import EVAL, Timer, command, machine, median, stamp, table, write_section
 from .crawl_eval import serve
-
-DEFAULT_EVAL = REPO.parent / "shared" / "eval"
 
 
 def crawl(site: Path, workdir: Path) -> Path:
@@ -26,8 +26,18 @@ def crawl(site: Path, workdir: Path) -> Path:
     server, start = serve(site)
     try:
         subprocess.run(
-            ["wget", "-q", "-r", "-l", "2", "-P", str(workdir / "mirror"),
-             "--warc-file", str(workdir / "crawl"), start],
+            [
+                "wget",
+                "-q",
+                "-r",
+                "-l",
+                "2",
+                "-P",
+                str(workdir / "mirror"),
+                "--warc-file",
+                str(workdir / "crawl"),
+                start,
+            ],
             check=False,  # wget exits 8 when some links are missing, as the corpus's often are
         )
     finally:
@@ -72,19 +82,32 @@ def import_seconds(archive: Path, workdir: Path) -> float:
     db = workdir / "import.db"
     with Timer() as timer:
         subprocess.run(
-            ["simhash-index", "import", "--db", f"sqlite:///{db}", "--workers", "0", str(archive)],
+            [
+                shutil.which("simhash-index") or str(Path(sys.executable).with_name("simhash-index")),
+                "import",
+                "--db",
+                f"sqlite:///{db}",
+                "--workers",
+                "0",
+                str(archive),
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )
     return timer.seconds
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.warc_readers", description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--eval", type=Path, default=EVAL, help="the evaluation corpus (its site/ is crawled)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+    return p
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--eval", type=Path, default=DEFAULT_EVAL, help="the evaluation corpus (its site/ is crawled)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
-    args = parser.parse_args()
+    p = parser()
+    args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         archive = crawl(args.eval / "site", Path(tmp))
         size = archive.stat().st_size

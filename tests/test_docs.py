@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import importlib
 import re
+import shlex
 from pathlib import Path
 
 import click
@@ -128,3 +130,38 @@ def test_every_page_of_docs_is_linked_from_the_readme() -> None:
     text = README.read_text(encoding="utf-8")
     for page in sorted((README.parent / "docs").glob("*.md")):
         assert f"](docs/{page.name}" in text, f"README.md does not link docs/{page.name}"
+
+
+# -- every benchmark command in the documentation names a module and options it takes ---
+
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+_BENCHMARK = re.compile(r"python3? (?:-m )?benchmarks[./]")
+
+
+def benchmark_commands() -> list[tuple[str, str]]:
+    """(document, command) of every `python ... benchmarks...` in code: a code block's lines, inline code spans."""
+    found = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        spans = [line for block in _FENCE.findall(text) for line in block.splitlines()]
+        spans += [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", _FENCE.sub("", text))]
+        found += [(document.name, span[_BENCHMARK.search(span).start() :]) for span in spans if _BENCHMARK.search(span)]
+    return found
+
+
+@pytest.mark.parametrize(("document", "command"), benchmark_commands(), ids=lambda v: str(v)[:60])
+def test_documented_benchmark_commands_parse(document: str, command: str) -> None:
+    """`python -m benchmarks.NAME OPTIONS`: the module exists and its parser() takes the options."""
+    words = [w for w in shlex.split(command.split(" #")[0]) if w != "..."]  # "...": more of the same
+    assert words[1] == "-m", f"{document}: {command!r} runs a file; write `python -m benchmarks.NAME`"
+    module = importlib.import_module(words[2])
+    try:
+        module.parser().parse_args(words[3:])
+    except SystemExit as exit:  # --help exits 0
+        assert exit.code == 0, f"{document}: {command!r} does not parse"
+
+
+def test_benchmark_files_named_in_the_docs_exist() -> None:
+    for document in DOCUMENTS:
+        for path in re.findall(r"\bbenchmarks/[\w/]+\.(?:py|md)\b", document.read_text(encoding="utf-8")):
+            assert (README.parent / path).exists(), f"{document.name} names {path}, which does not exist"

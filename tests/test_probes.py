@@ -53,11 +53,15 @@ def test_a_fingerprint_within_the_radius_is_among_the_probes(pair: tuple[int, in
     assert any(key in probes for key, probes in zip(stored_keys, layout.probes(query, radius)))
 
 
-@given(pairs_within(7))
-def test_two_checks_within_7_bits_share_a_lock(pair: tuple[int, int]) -> None:
-    """PostgreSQL serialises two checks that could see each other: they need a lock in common."""
-    a, b = (set(advisory_lock_keys(Signature(fp, None), key_hash=i)) for i, fp in enumerate(pair))
-    assert a & b
+@given(pairs_within(7), st.integers(0, 7), st.integers(0, 7))
+def test_two_checks_that_could_see_each_other_share_a_lock(pair: tuple[int, int], radius_a: int, radius_b: int) -> None:
+    """PostgreSQL serialises two checks within the smaller of their radii: they need a lock in
+    common (beyond it, the check that misses the other's page could have run first)."""
+    fp_a, fp_b = pair
+    a = set(advisory_lock_keys(Signature(fp_a, None), 1, radius_a))
+    b = set(advisory_lock_keys(Signature(fp_b, None), 2, radius_b))
+    if (fp_a ^ fp_b).bit_count() <= min(radius_a, radius_b):
+        assert a & b
 
 
 def test_fingerprints_eight_bits_apart_in_two_bytes_of_every_block_may_share_no_lock() -> None:
@@ -65,4 +69,17 @@ def test_fingerprints_eight_bits_apart_in_two_bytes_of_every_block_may_share_no_
     a = 0
     b = sum(1 << (16 * block + bit) for block in range(4) for bit in (0, 8))
     assert contiguous_blocks(a) != contiguous_blocks(b)
-    assert not set(advisory_lock_keys(Signature(a, None), 1)) & set(advisory_lock_keys(Signature(b, None), 2))
+    assert not set(advisory_lock_keys(Signature(a, None), 1, 7)) & set(advisory_lock_keys(Signature(b, None), 2, 7))
+
+
+def test_up_to_radius_3_only_whole_blocks_are_locked() -> None:
+    """Fingerprints that differ in every block but share bytes lock nothing in common at radius 3,
+    so writers of unrelated pages run side by side; from radius 4 the shared byte is locked."""
+    a = 0
+    b = sum(1 << (16 * block) for block in range(4))  # one bit in each block's low byte
+    locks = {
+        radius: [set(advisory_lock_keys(Signature(fp, None), n, radius)) for n, fp in enumerate((a, b))]
+        for radius in (3, 4)
+    }
+    assert not locks[3][0] & locks[3][1]
+    assert locks[4][0] & locks[4][1]

@@ -56,7 +56,7 @@ def check_and_add_many(
     dialect = conn.dialect.name
     hashes = {key: key_hash(key) for key, _ in pages}
     if dialect == "postgresql":
-        lock_neighbourhoods(conn, pages, hashes)
+        lock_neighbourhoods(conn, pages, hashes, policy.max_distance)
     stored = Stored(conn, layout, pages, policy.max_distance, hashes)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
@@ -91,8 +91,8 @@ _LOCK_ALL = (  # one statement whatever the batch: the locks taken row by row, t
 )
 
 
-def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int]) -> None:
-    """Transaction-level advisory locks on every block byte, text hash and key of the batch
+def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int], radius: int) -> None:
+    """Transaction-level advisory locks on every block (and block byte), text hash and key of the batch
     (advisory_lock_keys), in sorted order (so no two writers deadlock): two near-duplicates
     share one, so a second writer waits for the first to commit, then sees its pages.
 
@@ -102,7 +102,7 @@ def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[st
     """
     keys: set[tuple[int, int]] = set()
     for key, signature in pages:
-        keys.update(advisory_lock_keys(signature, hashes[key]))
+        keys.update(advisory_lock_keys(signature, hashes[key], radius))
     if len(keys) > MOST_LOCKS:
         lock_index(conn)
         return

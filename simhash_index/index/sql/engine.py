@@ -274,14 +274,17 @@ def call_deadline(connection: Any, seconds: float) -> Iterator[list[bool]]:
             timer.cancel()
 
 
-def advisory_lock_keys(signature: Signature, key_hash: int) -> list[tuple[int, int]]:
+def advisory_lock_keys(signature: Signature, key_hash: int, radius: int) -> list[tuple[int, int]]:
     """(class id, object id) pairs that serialise checks which could see each other.
 
-    Two checks of one URL share its key hash, two exact duplicates share a text hash, and two
-    fingerprints within 7 bits (the largest radius: probes.py) are at most one bit apart in
-    one of their four 16-bit blocks (whatever the table's layout), so they share that block's
-    high byte or its low byte: each block locks both. Bytes rather than whole blocks keep a
-    batch's locks few and bounded (at most 2,048 block locks), whatever its size and radius.
+    Two checks of one URL share its key hash and two exact duplicates share a text hash. Two
+    fingerprints within 3 bits agree on one of their four 16-bit blocks (whatever the table's
+    layout): each block's value is locked. Within 7 (the largest radius: probes.py) they are at
+    most one bit apart in some block, so they share its high byte or its low byte: from radius 4
+    each block's two bytes are locked too. Bytes rather than one-bit variants keep a batch's
+    locks few (at most 2,048 byte locks), whatever its size. The keys grow with the radius, so
+    checks at two radii share a lock whenever they are within the smaller one (and a check that
+    misses the other's page at its own radius could have run first).
     """
     keys = [(_LOCK_SPACE + 5, _int32(key_hash))]
     if signature.text_hash is not None:
@@ -289,7 +292,9 @@ def advisory_lock_keys(signature: Signature, key_hash: int) -> list[tuple[int, i
     fingerprint = signature.near_simhash
     if fingerprint is not None:
         for i, value in enumerate(contiguous_blocks(fingerprint)):
-            keys += [(_LOCK_SPACE + 10 + 2 * i, value >> 8), (_LOCK_SPACE + 11 + 2 * i, value & 0xFF)]
+            keys.append((_LOCK_SPACE + 18 + i, value))
+            if radius > 3:
+                keys += [(_LOCK_SPACE + 10 + 2 * i, value >> 8), (_LOCK_SPACE + 11 + 2 * i, value & 0xFF)]
     return keys
 
 

@@ -1,18 +1,25 @@
-"""Crawl memory: RSS over a dedup crawl of a generated 100,000-page local site.
+"""Memory: does RSS level off? Of a dedup crawl (`crawl`), and of the index alone under batched decisions (`index`).
 
-    python benchmarks/crawl_memory.py [--pages 100000] [--max-minutes 20] [--interval 1] [--no-write]
+    python -m benchmarks.memory crawl [--pages 100000] [--max-minutes 20] [--interval 1] [--plain] [--no-write]
+    python -m benchmarks.memory index [--pages 400000] [--batch 64] [--every 32000] [--url URL]
 
-A local HTTP server (a thread of this process) generates the site on the fly: page i links to
+crawl: a local HTTP server (a thread of this process) generates a site on the fly: page i links to
 pages i+1..i+5 and back to i/2 and a random earlier page (so a crawl reaches them all while the
 scheduler's queue of pending requests stays short: memory that grows is the crawl's, not a
-frontier of unfetched URLs), carries a
-shared template (navigation, footer) and about 300 words of text drawn Zipf-like from a
-vocabulary (the eval corpus's English words when it is present); one page in ten is a
-near-duplicate of an earlier page (the same text with a few words changed). `scrapy crawl site`
-crawls it with dedup on (SQLite index, SIMHASH_WORKERS and SIMHASH_BATCH_SIZE at their defaults),
-stopped after --pages pages or --max-minutes. The crawl's RSS (the process alone, and with its
-extraction workers) is sampled from /proc every --interval seconds, beside the pages served so
-far. Writes docs/crawl_memory.png and the crawl_memory section of docs/benchmarks.md.
+frontier of unfetched URLs), carries a shared template (navigation, footer) and about 300 words of
+text drawn Zipf-like from a vocabulary (the eval corpus's English words when it is present); one
+page in ten is a near-duplicate of an earlier page (the same text with a few words changed).
+`scrapy crawl site` crawls it with dedup on (SQLite index, SIMHASH_WORKERS and SIMHASH_BATCH_SIZE at
+their defaults; --plain: dedup off, the baseline), stopped after --pages pages or --max-minutes. The
+crawl's RSS (the process alone, and with its extraction workers) is sampled from /proc every
+--interval seconds, beside the pages served so far. Writes docs/crawl_memory.png (--plain:
+crawl_memory_plain.png) and its section of docs/benchmarks.md.
+
+index: decides --pages distinct pages (random fingerprints, text hashes and 256-byte sketches) in
+batches with `check_and_add_many`, as the pipeline's writer does, into a new index (SQLite in a
+temporary folder unless --url names another), and prints the process's anonymous and file-backed
+RSS every --every pages. SQLite's page cache (`PRAGMA cache_size`, 64 MiB a connection) fills
+first: RSS grows with it, then stays flat.
 """
 
 from __future__ import annotations
@@ -31,18 +38,17 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks._common import REPO, command, load_of, machine, stamp, table, write_section
-from benchmarks._pages import EVAL_DIR
-from benchmarks._rss import tree_rss_mb
+from benchmarks._common import EVAL, REPO, command, load_of, machine, stamp, table, write_section
+from benchmarks._rss import status_kb, tree_rss_mb
+from simhash_index import open_index
+from simhash_index.fingerprinting.fingerprinter import Signature
 
 PLOT = REPO / "docs" / "crawl_memory.png"
 
 
 def vocabulary(limit: int = 20_000) -> list[str]:
     """Words by frequency: the eval corpus's English texts, else synthetic words."""
-    path = EVAL_DIR / "extracted_text.jsonl.gz"
+    path = EVAL / "extracted_text.jsonl.gz"
     counts: dict[str, int] = {}
     if path.exists():
         with gzip.open(path, "rt", encoding="utf-8") as lines:
@@ -135,7 +141,7 @@ def crawl(start: str, workdir: Path, args: argparse.Namespace, site: Site) -> tu
     ]  # fmt: skip
     if args.plain:
         cmd += ["-s", "SIMHASH_ENABLED=False"]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(REPO))  # the crawl imports crawler/, a project of this clone
     began = time.perf_counter()
     process = subprocess.Popen(cmd, cwd=REPO, env=env)
     samples = []
@@ -172,16 +178,52 @@ def _window(marks: list[tuple], served: int, low: float, high: float) -> tuple[f
     return sum(m[1] for m in inside) / len(inside), sum(m[2] for m in inside) / len(inside)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=100_000)
-    parser.add_argument("--max-minutes", type=float, default=20.0, help="stop the crawl after this long")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between RSS samples")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__.splitlines()[0])
+    which = p.add_subparsers(dest="what", required=True)
+    crawl = which.add_parser("crawl", help="RSS over a dedup crawl of a generated local site")
+    crawl.add_argument("--pages", type=int, default=100_000)
+    crawl.add_argument("--max-minutes", type=float, default=20.0, help="stop the crawl after this long")
+    crawl.add_argument("--interval", type=float, default=1.0, help="seconds between RSS samples")
+    crawl.add_argument(
         "--plain", action="store_true", help="dedup off (SIMHASH_ENABLED=False): Scrapy's own curve, its own section"
     )
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    crawl.add_argument("--no-write", action="store_true")
+    index = which.add_parser("index", help="RSS of the index alone under batched decisions")
+    index.add_argument("--pages", type=int, default=400_000)
+    index.add_argument("--batch", type=int, default=64)
+    index.add_argument("--every", type=int, default=32_000, help="print RSS every this many pages")
+    index.add_argument("--url", help="an index URL (default: SQLite in a temporary folder)")
+    return p
+
+
+def index_memory(args: argparse.Namespace) -> None:
+    rng = random.Random(1)
+    with (
+        tempfile.TemporaryDirectory(prefix="index-memory-") as folder,
+        open_index(args.url or f"sqlite:///{folder}/memory.db") as index,
+    ):
+        print("| pages decided | RssAnon MB | RssFile MB |\n|---|---|---|")
+        for start in range(0, args.pages, args.batch):
+            signatures = (
+                Signature(rng.getrandbits(64), rng.getrandbits(64), rng.randbytes(256)) for _ in range(args.batch)
+            )
+            index.check_and_add_many([(f"https://example.com/{start + i}", s) for i, s in enumerate(signatures)])
+            done = start + args.batch
+            if done % args.every < args.batch:
+                rss = status_kb("self", ("RssAnon", "RssFile"))
+                print(f"| {done:,} | {rss['RssAnon'] / 1024:.0f} | {rss['RssFile'] / 1024:.0f} |", flush=True)
+
+
+def main() -> None:
+    args = parser().parse_args()
+    if args.what == "index":
+        index_memory(args)
+    else:
+        crawl_memory(args)
+
+
+def crawl_memory(args: argparse.Namespace) -> None:
     began, load_before = stamp(), machine()
     site = Site(args.pages)
     server, start = serve(site)

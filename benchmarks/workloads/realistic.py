@@ -5,13 +5,20 @@ each kept only if the default Fingerprinter turns it into exactly that one featu
 out). Its fingerprint is the default Fingerprinter's: each distinct word weighs tf ** 0.5 and votes
 with the xxHash64 of its UTF-8 bytes; `text()` gives the page as text, and `validate()` checks that
 `DEFAULT.fingerprint(text)` is the same number. Every page is a pure function of (seed, site, page),
-so any page of a 10M-page corpus can be regenerated alone.
+so any page of a 10M-page corpus can be regenerated alone. Generated sites are cached in CACHE.
+
+    python -m benchmarks.workloads.realistic [--n 100000] [--write]
+
+measures the generator's collision share (its calibration, docs/realistic.md) for the sites of an
+N-page load.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
+from benchmarks._common import REPO, command, stamp, table, write_section
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 
 
@@ -270,3 +278,93 @@ def validate(corpus: Corpus, pages: Sequence[int]) -> list[int]:
         (vocabulary.fingerprint(ids) ^ DEFAULT.fingerprint(vocabulary.text(ids))).bit_count()
         for ids in map(corpus.page, pages)
     ]
+
+
+def calibration(args: argparse.Namespace) -> str:
+    """The collision share of the N-page load: every pair within each site, and every pair of 3 sites of a language."""
+    per_site = SITE - SITE // HELD_OUT
+    sites = [site_language(g) for g in range(-(-args.n // per_site))]
+    rows = []
+    for lang in ("en", "zh"):
+        pages = corpus(lang, args.seed)
+        numbers = [s for language, s in sites if language == lang]
+        if not numbers:
+            continue
+        totals: Counter = Counter()
+        first: list[tuple[np.ndarray, np.ndarray]] = []  # 3 sites, for the pairs across sites
+        for s in numbers:
+            fps = cached_site((lang, args.seed, s))
+            roots = np.array([pages.root(p) for p in range(s * SITE, (s + 1) * SITE)])
+            found = collisions(fps, roots, np.zeros(SITE))
+            totals.update(same=found["same"], same_pairs=found["same_pairs"], copies=found["copies"])
+            if len(first) < 3:
+                first.append((fps, roots))
+        cross = collisions(
+            np.concatenate([f for f, _ in first]),
+            np.concatenate([r for _, r in first]),
+            np.arange(len(first) * SITE) // SITE,
+        )
+        rates = {
+            "p_same": totals["same"] / totals["same_pairs"],
+            "p_cross": cross["cross"] / max(1, cross["cross_pairs"]),
+        }
+        collision_share = share(rates, SITE, args.n)
+        diffs = Counter(validate(pages, range(0, 3 * SITE, 97)))
+        rows.append(
+            [
+                lang,
+                f"{len(numbers)} sites, {totals['same_pairs']:,} pairs: {totals['same']:,} collisions, "
+                f"{rates['p_same']:.2e}",
+                f"{cross['cross_pairs']:,} pairs: {cross['cross']:,}",
+                f"{collision_share:.1e}",
+                f"{collision_share * (args.n - 1):.1f}",
+                f"{diffs[0]}/{sum(diffs.values())} equal"
+                + "".join(f"; {k} differ by {d} bits" for d, k in sorted(diffs.items()) if d),
+            ]
+        )
+        print(rows[-1], flush=True)
+    return "\n".join(
+        [
+            "### Calibration",
+            "",
+            f"`{command()}`, {stamp()}: the sites of the {args.n:,}-page load.",
+            "",
+            table(
+                [
+                    "lang",
+                    "pairs in one site, within 3 bits and not near copies",
+                    "pairs of 3 sites",
+                    f"collision share at {args.n:,}",
+                    "collisions per lookup",
+                    "validation: DEFAULT.fingerprint(text)",
+                ],
+                rows,
+            ),
+        ]
+    )
+
+
+DOC = REPO / "docs" / "realistic.md"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.workloads.realistic",
+        description="The realistic pages' calibration: their collision share at distance 3.",
+    )
+    p.add_argument("--n", type=int, default=100_000, help="the load whose sites are measured")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--write", action="store_true", help=f"replace the calibration section of docs/{DOC.name}")
+    return p
+
+
+def main() -> None:
+    args = parser().parse_args()
+    body = calibration(args)
+    print(body)
+    if args.write:
+        write_section("calibration", body, DOC)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""Realistic pages for the index benchmarks: template crowds around real pages' signatures.
+"""The templates workload: template crowds around real pages' signatures.
 
 Uniform random fingerprints flatter an index: real pages of one site share a template, so
 their fingerprints crowd around each other and share 16-bit blocks far more often than
@@ -27,10 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._common import EVAL
 from simhash_index import Fingerprinter
 from simhash_index.fingerprinting.fingerprinter import Signature
 
-EVAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
+from . import flip
+
 SKETCH = 256
 
 
@@ -42,7 +44,7 @@ class Templates:
     source: str
 
 
-def templates(eval_dir: Path = EVAL_DIR, limit: int | None = None) -> Templates:
+def templates(eval_dir: Path = EVAL, limit: int | None = None) -> Templates:
     """The eval corpus's near-matchable signatures; 1,000 random ones when it is absent."""
     path = eval_dir / "extracted_text.jsonl.gz"
     if not path.exists():
@@ -59,12 +61,6 @@ def templates(eval_dir: Path = EVAL_DIR, limit: int | None = None) -> Templates:
             sigs.append(sig)
     unique = list({s.simhash: s for s in sigs}.values())
     return Templates(unique, f"{len(unique):,} distinct signatures of the eval corpus's {len(texts):,} pages")
-
-
-def _flip(value: int, bits: int, rng: random.Random) -> int:
-    for position in rng.sample(range(64), bits):
-        value ^= 1 << position
-    return value
 
 
 def _mix(sketch: bytes, keep: float, rng: random.Random) -> bytes:
@@ -89,15 +85,13 @@ def pages(
         if i % 10 == 9 and seen:
             source = rng.choice(seen)
             assert source.simhash is not None and source.sketch is not None
-            sig = Signature(
-                _flip(source.simhash, rng.randint(1, 3), rng), rng.getrandbits(64), _mix(source.sketch, 0.97, rng)
-            )
+            sig = Signature(flip(source.simhash, rng), rng.getrandbits(64), _mix(source.sketch, 0.97, rng))
             yield key, sig, True
             continue
         template = rng.choices(base.signatures, cum_weights=cumulative)[0]
         assert template.simhash is not None and template.sketch is not None
         sig = Signature(
-            _flip(template.simhash, rng.randint(8, 24), rng), rng.getrandbits(64), _mix(template.sketch, 0.5, rng)
+            flip(template.simhash, rng, rng.randint(8, 24)), rng.getrandbits(64), _mix(template.sketch, 0.5, rng)
         )
         if len(seen) < 5000:
             seen.append(sig)
