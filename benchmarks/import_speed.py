@@ -1,12 +1,13 @@
 """Import speed: `simhash-index import` of pre-extracted texts against fingerprinting them in one process.
 
-    python -m benchmarks.import_speed [--texts PATH] [--copies 3] [--pages N] [--backend sqlite postgres]
-                                      [--postgres URL] [--workers N]
+    python -m benchmarks.import_speed [--texts PATH] [--copies 3] [--pages N [--chars N]]
+                                      [--backend sqlite postgres] [--postgres-url URL] [--workers N]
 
-The texts are the evaluation corpus's extracted texts (../shared/eval/extracted_text.jsonl.gz), each
+The texts are the evaluation corpus's extracted texts (extracted_text.jsonl.gz in _common.EVAL), each
 `--copies` times under distinct URLs (the later copies are exact duplicates), or with `--pages N`
-N pages made from them: page i is text i mod the corpus size with one word in twenty replaced by a
-word of its own, so that most pages are new (near-duplicates of their source at most).
+N pages made from them: page i is text i mod the corpus size (its first `--chars` characters, when
+given) with one word in twenty replaced by a word of its own, so that most pages are new
+(near-duplicates of their source at most).
 
 For each backend the corpus is written as a JSON lines file (url, text); then, side by side:
 - fingerprint: the same texts fingerprinted in this process, one after the other
@@ -36,10 +37,9 @@ from pathlib import Path
 
 from simhash_index.cli.inputs import fingerprinter_for
 
-from ._common import REPO, Timer, machine, table
+from ._common import EVAL, Timer, machine, table
 from ._stores import DEFAULT_POSTGRES, postgres_schema
 
-EVAL_TEXTS = REPO.parent / "shared" / "eval" / "extracted_text.jsonl.gz"
 BACKENDS = ("sqlite", "postgres")
 
 
@@ -50,14 +50,15 @@ def corpus_texts(path: Path) -> list[str]:
     return [text for text in texts if isinstance(text, str) and text.strip()]
 
 
-def pages(texts: list[str], *, copies: int, count: int | None) -> list[tuple[str, str]]:
-    """(url, text) pages: each text `copies` times, or `count` pages perturbed from the texts."""
+def pages(texts: list[str], *, copies: int, count: int | None, chars: int | None) -> list[tuple[str, str]]:
+    """(url, text) pages: each text `copies` times, or `count` pages perturbed from the texts
+    (cut to `chars` characters)."""
     if count is None:
         return [(f"https://eval.example/{copy}/{i}", text) for copy in range(copies) for i, text in enumerate(texts)]
     rng = random.Random(31)
     made = []
     for i in range(count):
-        words = texts[i % len(texts)].split(" ")
+        words = texts[i % len(texts)][:chars].split(" ")
         for position in rng.sample(range(len(words)), max(1, len(words) // 20)):
             words[position] = f"w{i}x{position}"
         made.append((f"https://synthetic.example/{i}", " ".join(words)))
@@ -105,16 +106,17 @@ def new_index(backend: str, folder: Path, postgres: str) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=Path, default=EVAL_TEXTS, help="an extracted_text.jsonl.gz file")
+    parser.add_argument("--texts", type=Path, default=EVAL / "extracted_text.jsonl.gz", help="the texts (jsonl.gz)")
     parser.add_argument("--copies", type=int, default=3, help="times each text is imported (default 3)")
     parser.add_argument("--pages", type=int, help="import this many pages perturbed from the texts instead")
+    parser.add_argument("--chars", type=int, help="with --pages: cut each text to this many characters")
     parser.add_argument("--backend", nargs="+", choices=BACKENDS, default=list(BACKENDS))
-    parser.add_argument("--postgres", default=os.environ.get("SIMHASH_TEST_POSTGRES_URL", DEFAULT_POSTGRES))
+    parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     parser.add_argument("--workers", type=int, help="the import's --workers (default: one per CPU)")
     args = parser.parse_args()
     if not args.texts.exists():
         raise SystemExit(f"{args.texts} not found: give the evaluation corpus's extracted texts with --texts")
-    corpus_pages = pages(corpus_texts(args.texts), copies=args.copies, count=args.pages)
+    corpus_pages = pages(corpus_texts(args.texts), copies=args.copies, count=args.pages, chars=args.chars)
     print(machine())
     print(f"{len(corpus_pages):,} pages, {sum(len(text) for _, text in corpus_pages) / 1e6:.1f} M characters")
     rows = []
@@ -125,7 +127,7 @@ def main() -> None:
                 out.write(json.dumps({"url": url, "text": text}) + "\n")
         for backend in args.backend:
             fingerprint, fingerprint_cpu = fingerprint_seconds([text for _, text in corpus_pages])
-            with new_index(backend, Path(folder), args.postgres) as db:
+            with new_index(backend, Path(folder), args.postgres_url) as db:
                 imported, imported_cpu, counts = import_seconds(db, corpus, args.workers)
             rows.append(
                 [
