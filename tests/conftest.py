@@ -28,12 +28,11 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Scrapy before 2.14 makes a test crawler (scrapy.utils.test.get_crawler) only once a reactor
-    is installed; later ones need none."""
-    if scrapy.version_info < (2, 14):
-        from scrapy.utils.reactor import install_reactor
+    """The asyncio reactor, as Scrapy installs it for a crawl: tests drive the pipeline's coroutines
+    on its event loop (driving.py); Scrapy before 2.14 also needs one to make a test crawler."""
+    from scrapy.utils.reactor import install_reactor
 
-        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 
 
 def open_stats(crawler: Crawler) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import open_stats
+from driving import process, start, stop
 from crawling import REPO, crawl, user_project
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
@@ -31,9 +32,9 @@ def pipeline(db_url: str):
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0})  # see make_pipeline
     open_stats(crawler)
     p = SimhashDedupPipeline.from_crawler(crawler)
-    p.start()
+    start(p)
     yield p
-    p.stop()
+    stop(p)
 
 
 def simhash_stats(p: SimhashDedupPipeline) -> dict:
@@ -43,10 +44,10 @@ def simhash_stats(p: SimhashDedupPipeline) -> dict:
 def test_ten_thousand_character_urls_are_keys_like_any_other(pipeline: SimhashDedupPipeline, db_url: str) -> None:
     long_url = "http://example.com/" + "a" * 10_000
     other = "http://example.com/" + "a" * 9_999 + "b"
-    pipeline.process_item_blocking({"url": long_url, "html": ARTICLE})
+    process(pipeline, {"url": long_url, "html": ARTICLE})
     with pytest.raises(DropItem):
-        pipeline.process_item_blocking({"url": other, "html": ARTICLE})
-    pipeline.process_item_blocking({"url": long_url, "html": ARTICLE})  # itself: kept again
+        process(pipeline, {"url": other, "html": ARTICLE})
+    process(pipeline, {"url": long_url, "html": ARTICLE})  # itself: kept again
     with SimhashIndex(db_url, scheme=None) as index:
         assert [(d.key, d.duplicate_of) for d in index.duplicates()] == [(other, long_url)]
         assert index.get(long_url).key == long_url
@@ -58,7 +59,7 @@ def test_ten_thousand_character_urls_are_keys_like_any_other(pipeline: SimhashDe
 )
 def test_digits_only_is_text_punctuation_only_is_not(pipeline: SimhashDedupPipeline, text: str, kept: bool) -> None:
     item = {"url": "http://x/1", "text": text}
-    assert pipeline.process_item_blocking(item) is item
+    assert process(pipeline, item) is item
     assert ("simhash/kept" in simhash_stats(pipeline)) is kept
     assert ("simhash/no_text" in simhash_stats(pipeline)) is not kept
 
@@ -66,16 +67,16 @@ def test_digits_only_is_text_punctuation_only_is_not(pipeline: SimhashDedupPipel
 def test_bytes_html_in_a_broken_encoding_is_decoded(pipeline: SimhashDedupPipeline) -> None:
     gbk = f'<html><head><meta charset="utf-8"></head><body><p>{ZH_TEXT}</p></body></html>'.encode("gbk")
     invalid_utf8 = ARTICLE.encode() + b"\xff\xfe\xc3\x28"
-    pipeline.process_item_blocking({"url": "http://x/gbk", "html": gbk})
-    pipeline.process_item_blocking({"url": "http://x/bad-utf8", "html": invalid_utf8})
+    process(pipeline, {"url": "http://x/gbk", "html": gbk})
+    process(pipeline, {"url": "http://x/bad-utf8", "html": invalid_utf8})
     assert simhash_stats(pipeline) == {"simhash/kept": 2}
     with pytest.raises(DropItem):  # the GBK page was read as Chinese, not mojibake
-        pipeline.process_item_blocking({"url": "http://x/gbk-copy", "text": ZH_TEXT})
+        process(pipeline, {"url": "http://x/gbk-copy", "text": ZH_TEXT})
 
 
 def test_deeply_nested_html_is_handled(pipeline: SimhashDedupPipeline) -> None:
     item = {"url": "http://x/deep", "html": nested(10_000)}
-    assert pipeline.process_item_blocking(item) is item
+    assert process(pipeline, item) is item
     assert sum(simhash_stats(pipeline).values()) == 1  # kept, or counted as no text / an error
 
 
@@ -171,7 +172,7 @@ def test_each_item_lands_in_exactly_one_outcome(pipeline: SimhashDedupPipeline) 
     ]
     for item in items:
         try:
-            pipeline.process_item_blocking(item)
+            process(pipeline, item)
         except DropItem:
             pass
     counted = simhash_stats(pipeline)

@@ -7,12 +7,13 @@ import dataclasses
 import pytest
 import scrapy
 from conftest import open_stats
-from scrapy.exceptions import DropItem, NotConfigured
+from driving import process, start, stop
+from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 from sites import english_article, page
 
-from simhash_index import SimhashIndex, SimhashIndexError
-from simhash_index.scrapy.failures import StartupError
+from simhash_index import SimhashIndex
+from simhash_index.scrapy.failures import INDEX_UNAVAILABLE, StartupError
 from simhash_index.scrapy.logformatter import SimhashLogFormatter, summarize
 from simhash_index.scrapy.pipeline import SimhashDedupPipeline
 
@@ -26,7 +27,7 @@ def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
     open_stats(crawler)
     pipeline = SimhashDedupPipeline.from_crawler(crawler)
-    pipeline.start()
+    start(pipeline)
     return pipeline
 
 
@@ -34,7 +35,7 @@ def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
 def pipeline(sqlite_url: str):
     p = make_pipeline(sqlite_url)
     yield p
-    p.stop()
+    stop(p)
 
 
 def stats(p: SimhashDedupPipeline) -> dict:
@@ -58,20 +59,20 @@ class PageData:
 
 @pytest.mark.parametrize("make", [dict, lambda **kw: PageItem(**kw), lambda **kw: PageData(**kw)])
 def test_every_item_type_is_deduplicated(pipeline: SimhashDedupPipeline, make) -> None:
-    kept = pipeline.process_item_blocking(make(url="http://a/1", html=ARTICLE))
+    kept = process(pipeline, make(url="http://a/1", html=ARTICLE))
     fields = dataclasses.asdict(kept) if dataclasses.is_dataclass(kept) else dict(kept)
     assert len(fields["simhash"]) == 16 and "Report" in fields["text"]
     with pytest.raises(DropItem, match=r"near-duplicate of http://a/1 \(distance 0, exact text\)"):
-        pipeline.process_item_blocking(make(url="http://a/2", html=ARTICLE))
-    pipeline.process_item_blocking(make(url="http://a/3", html=OTHER))
+        process(pipeline, make(url="http://a/2", html=ARTICLE))
+    process(pipeline, make(url="http://a/3", html=OTHER))
     assert stats(pipeline) == {"simhash/kept": 2, "simhash/dropped": 1, "simhash/dropped_exact": 1}
 
 
 def test_text_field_skips_extraction(pipeline: SimhashDedupPipeline) -> None:
     text = " ".join(english_article(13))
-    pipeline.process_item_blocking({"url": "http://t/1", "text": text})
+    process(pipeline, {"url": "http://t/1", "text": text})
     with pytest.raises(DropItem):
-        pipeline.process_item_blocking({"url": "http://t/2", "text": text + " one more word"})
+        process(pipeline, {"url": "http://t/2", "text": text + " one more word"})
 
 
 @pytest.mark.parametrize(
@@ -87,16 +88,16 @@ def test_text_field_skips_extraction(pipeline: SimhashDedupPipeline) -> None:
     ],
 )
 def test_bad_input_passes_through_counted(pipeline: SimhashDedupPipeline, item: dict, stat: str) -> None:
-    assert pipeline.process_item_blocking(dict(item)) == item | {k: v for k, v in item.items()}
+    assert process(pipeline, dict(item)) == item | {k: v for k, v in item.items()}
     assert stats(pipeline)[stat] == 1
     assert "simhash/kept" not in stats(pipeline)
 
 
 def test_short_texts_match_only_exactly(pipeline: SimhashDedupPipeline) -> None:
-    pipeline.process_item_blocking({"url": "http://s/1", "text": "Opening hours: nine to five."})
-    pipeline.process_item_blocking({"url": "http://s/2", "text": "Opening hours: nine to six."})
+    process(pipeline, {"url": "http://s/1", "text": "Opening hours: nine to five."})
+    process(pipeline, {"url": "http://s/2", "text": "Opening hours: nine to six."})
     with pytest.raises(DropItem, match="exact text"):
-        pipeline.process_item_blocking({"url": "http://s/3", "text": "opening  HOURS: nine to five."})
+        process(pipeline, {"url": "http://s/3", "text": "opening  HOURS: nine to five."})
 
 
 @pytest.mark.parametrize(
@@ -125,19 +126,23 @@ def test_disabled_raises_not_configured(sqlite_url: str) -> None:
 def test_an_index_that_cannot_be_opened_stops_the_start_naming_it(caplog: pytest.LogCaptureFixture) -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": "postgresql://user:hunter2@127.0.0.1:1/nowhere"})
     p = SimhashDedupPipeline.from_crawler(crawler)
-    with pytest.raises(SimhashIndexError, match="127.0.0.1:1") as info:
-        p.start()
-    assert "hunter2" not in str(info.value)
-    assert p.index is None and p.writer is None and p.pool is None
+    try:
+        start(p)
+    except CloseSpider as stopped:  # Scrapy 2.14+; before, the spider is closed once the engine runs
+        assert stopped.reason == INDEX_UNAVAILABLE
+    assert "simhash: cannot open the index, stopping the crawl" in caplog.text and "127.0.0.1:1" in caplog.text
+    assert "hunter2" not in caplog.text
+    assert p.index is None and p.core.writer is None and p.core.pool is None
+    assert process(p, {"url": "http://a/1", "html": ARTICLE})["url"] == "http://a/1"  # passes through
 
 
 def test_drop_log_level_is_configurable(sqlite_url: str) -> None:
     p = make_pipeline(sqlite_url, SIMHASH_DROP_LOG_LEVEL="debug")
-    p.process_item_blocking({"url": "http://l/1", "html": ARTICLE})
+    process(p, {"url": "http://l/1", "html": ARTICLE})
     with pytest.raises(DropItem) as dropped:
-        p.process_item_blocking({"url": "http://l/2", "html": ARTICLE})
+        process(p, {"url": "http://l/2", "html": ARTICLE})
     assert dropped.value.log_level == "DEBUG"
-    p.stop()
+    stop(p)
     with SimhashIndex(sqlite_url, scheme=None) as index:
         assert [(d.key, d.duplicate_of) for d in index.duplicates()] == [("http://l/2", "http://l/1")]
 
@@ -167,14 +172,14 @@ def test_worker_processes_decide_as_threads(tmp_path) -> None:
     outcomes = []
     for workers in (0, 2):
         p = make_pipeline(f"sqlite:///{tmp_path / f'w{workers}.db'}", SIMHASH_WORKERS=workers)
-        assert (p.pool is not None) is bool(workers)
+        assert (p.core.pool is not None) is bool(workers)
         decided = []
         for item in items:
             try:
-                kept = p.process_item_blocking(dict(item))
+                kept = process(p, dict(item))
                 decided.append(("kept", kept.get("simhash")))
             except DropItem as drop:
                 decided.append(("dropped", str(drop)))
         outcomes.append((decided, stats(p)))
-        p.stop()
+        stop(p)
     assert outcomes[0] == outcomes[1]

@@ -308,26 +308,27 @@ def test_the_pipeline_starts_a_new_index_when_the_server_comes_back_empty(own_se
     (the issue: every item after "the index answers again" passed through with errors/db)."""
     from scrapy.exceptions import DropItem
     from sites import english_article, page
+    import driving
     from test_pipeline import make_pipeline, stats
 
     port, start, stop = own_server
     url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0?prefix=crawl:"
     pipeline = make_pipeline(url, SIMHASH_ON_DB_ERROR="pass", SIMHASH_BATCH_SIZE=1)
     try:
-        pipeline.process_item_blocking({"url": "http://a/0", "html": page("First", english_article(0))})
+        driving.process(pipeline, {"url": "http://a/0", "html": page("First", english_article(0))})
         stop()
         start()
         deadline = time.monotonic() + 10
         for n in range(1, 1000):  # items pass through while the client notices and reconnects
             html = page(f"Page {n}", english_article(n))
-            pipeline.process_item_blocking({"url": f"http://a/{n}", "html": html})
+            driving.process(pipeline, {"url": f"http://a/{n}", "html": html})
             if stats(pipeline).get("simhash/kept", 0) == 2:
                 break
             assert time.monotonic() < deadline, f"deduplication did not resume: {stats(pipeline)}"
             time.sleep(0.1)
         with pytest.raises(DropItem):
-            pipeline.process_item_blocking({"url": "http://copy/", "html": html})
+            driving.process(pipeline, {"url": "http://copy/", "html": html})
         assert stats(pipeline)["simhash/index_lost"] == 1
         assert "starting a new, empty index" in caplog.text
     finally:
-        pipeline.stop()
+        driving.stop(pipeline)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import open_stats
+from driving import process, start, stop
 from crawling import REPO, crawl
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
@@ -30,13 +31,13 @@ def started(db_url: str, **settings: object) -> SimhashDedupPipeline:
     crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
     open_stats(crawler)
     pipeline = SimhashDedupPipeline.from_crawler(crawler)
-    pipeline.start()
+    start(pipeline)
     return pipeline
 
 
 def outcome(pipeline: SimhashDedupPipeline, item: dict) -> str:
     try:
-        pipeline.process_item_blocking(item)
+        process(pipeline, item)
     except DropItem as drop:
         return f"dropped: {drop}"
     return "kept"
@@ -167,8 +168,8 @@ def test_fingerprinter_from_a_dict_a_json_string_and_import_paths(tmp_path: Path
     for name, (value, expected) in cases.items():
         db = f"sqlite:///{tmp_path / name}.db"
         pipeline = started(db, SIMHASH_FINGERPRINTER=value)
-        kept = pipeline.process_item_blocking({"url": "http://f/1", "html": ARTICLE_HTML})
-        pipeline.stop()
+        kept = process(pipeline, {"url": "http://f/1", "html": ARTICLE_HTML})
+        stop(pipeline)
         assert pipeline.fingerprinter.scheme == expected.scheme != Fingerprinter().scheme, name
         text = kept["text"]
         assert kept["simhash"] == f"{expected.fingerprint(text):016x}", name
@@ -180,9 +181,9 @@ def test_min_similarity_decides_near_duplicates(tmp_path: Path) -> None:
     decided = {}
     for threshold in (0.5, 0.99):
         pipeline = started(f"sqlite:///{tmp_path}/{threshold}.db", SIMHASH_MIN_SIMILARITY=threshold)
-        pipeline.process_item_blocking({"url": "http://s/1", "html": ARTICLE_HTML})
+        process(pipeline, {"url": "http://s/1", "html": ARTICLE_HTML})
         decided[threshold] = outcome(pipeline, {"url": "http://s/2", "html": EDITED_HTML})
-        pipeline.stop()
+        stop(pipeline)
     assert decided[0.5].startswith("dropped: http://s/2 is a near-duplicate of http://s/1 (distance ")
     assert decided[0.99] == "kept"
 
@@ -192,15 +193,15 @@ def test_word_weights_and_min_text_length(tmp_path: Path) -> None:
     weights.write_text("harbour 5\nstory 0\n", encoding="utf-8")
     pipeline = started(f"sqlite:///{tmp_path}/w.db", SIMHASH_WORD_WEIGHTS=str(weights), SIMHASH_MIN_TEXT_LENGTH=20)
     short = "The harbour reopened on Monday morning."  # 39 characters: exact-only under the default 100
-    kept = pipeline.process_item_blocking({"url": "http://w/1", "text": short})
-    pipeline.stop()
+    kept = process(pipeline, {"url": "http://w/1", "text": short})
+    stop(pipeline)
     expected = Fingerprinter(word_weights=str(weights), min_length=20)
     assert pipeline.fingerprinter.scheme == expected.scheme
     assert kept["simhash"] == f"{expected.fingerprint(short):016x}"
     assert f"{Fingerprinter().fingerprint(short):016x}" != kept["simhash"]  # the weights count
     default = started(f"sqlite:///{tmp_path}/d.db")
-    default.process_item_blocking({"url": "http://w/1", "text": short})
-    default.stop()
+    process(default, {"url": "http://w/1", "text": short})
+    stop(default)
     for db, near in (("w", ["http://w/1"]), ("d", [])):  # a short text is stored for exact matches only
         with SimhashIndex(f"sqlite:///{tmp_path}/{db}.db", scheme=None) as index:
             stored = index.get("http://w/1")
@@ -211,7 +212,7 @@ def test_word_weights_and_min_text_length(tmp_path: Path) -> None:
 def test_index_layout_of_a_new_sql_index(tmp_path: Path, layout: str, assignment: str | None) -> None:
     settings = {"SIMHASH_INDEX_LAYOUT": layout} | ({"SIMHASH_BLOCK_ASSIGNMENT": assignment} if assignment else {})
     db = f"sqlite:///{tmp_path}/layout.db"
-    started(db, **settings).stop()
+    stop(started(db, **settings))
     with SimhashIndex(db, scheme=None) as index:
         described = index.describe()
     assert described.layout == layout
@@ -220,15 +221,15 @@ def test_index_layout_of_a_new_sql_index(tmp_path: Path, layout: str, assignment
 
 def test_key_function_and_url_canonicalisation(tmp_path: Path) -> None:
     by_id = started(f"sqlite:///{tmp_path}/key.db", SIMHASH_KEY="test_settings.key_of")
-    by_id.process_item_blocking({"id": 7, "html": ARTICLE_HTML})  # no URL field: the key function gives one
+    process(by_id, {"id": 7, "html": ARTICLE_HTML})  # no URL field: the key function gives one
     dropped = outcome(by_id, {"id": 8, "url": "http://k/8", "html": ARTICLE_HTML})
-    by_id.stop()
+    stop(by_id)
     assert dropped == "dropped: doc:8 is a near-duplicate of doc:7 (distance 0, exact text)"
 
     canonical = started(f"sqlite:///{tmp_path}/canonical.db", SIMHASH_CANONICALIZE_URL=True)
-    canonical.process_item_blocking({"url": "http://k/page?b=2&a=1#top", "html": ARTICLE_HTML})
+    process(canonical, {"url": "http://k/page?b=2&a=1#top", "html": ARTICLE_HTML})
     again = outcome(canonical, {"url": "http://k/page?a=1&b=2", "html": ARTICLE_HTML})
-    canonical.stop()
+    stop(canonical)
     assert again == "kept"  # the same key: a stored page is not a duplicate of itself
     with SimhashIndex(f"sqlite:///{tmp_path}/canonical.db", scheme=None) as index:
         assert index.get("http://k/page?a=1&b=2") is not None and len(index) == 1
@@ -253,7 +254,7 @@ def test_extract_fast_skips_trafilaturas_fallbacks(tmp_path: Path) -> None:
         url = f"sqlite:///{tmp_path}/{fast}.db"
         pipeline = started(url, SIMHASH_EXTRACT_FAST=fast, SIMHASH_KEEP_TEXTS=True)
         assert outcome(pipeline, {"url": "http://t/spans", "html": SPANS_HTML}) == "kept"
-        pipeline.stop()
+        stop(pipeline)
         with SimhashIndex(url) as index:
             kept[fast] = index.text("http://t/spans")
     assert kept == wanted
@@ -261,14 +262,14 @@ def test_extract_fast_skips_trafilaturas_fallbacks(tmp_path: Path) -> None:
 
 def test_workers_timeout_and_batch_size(tmp_path: Path) -> None:
     threads = started(f"sqlite:///{tmp_path}/0.db", SIMHASH_WORKERS=0, SIMHASH_BATCH_SIZE=5)
-    assert threads.pool is None and threads.writer is not None and threads.writer.batch_size == 5
-    threads.stop()
+    assert threads.core.pool is None and threads.core.writer is not None and threads.core.writer.batch_size == 5
+    stop(threads)
     hurried = started(f"sqlite:///{tmp_path}/1.db", SIMHASH_WORKERS=1, SIMHASH_WORKER_TIMEOUT=0.001)
-    assert hurried.pool is not None and hurried.pool.size == 1 and hurried.pool.timeout == 0.001
+    assert hurried.core.pool is not None and hurried.core.pool.size == 1 and hurried.core.pool.timeout == 0.001
     big = page("Big", english_article(5, paragraphs=400))  # far more than a millisecond to extract
-    assert hurried.process_item_blocking({"url": "http://t/1", "html": big})["url"] == "http://t/1"
+    assert process(hurried, {"url": "http://t/1", "html": big})["url"] == "http://t/1"
     stats = hurried.stats.get_stats()
-    hurried.stop()
+    stop(hurried)
     assert stats.get("simhash/errors/worker_timeout") == 1
 
 
@@ -298,7 +299,7 @@ def test_the_site_project_reads_the_database_url_from_the_environment(tmp_path: 
 @pytest.fixture
 def existing(tmp_path: Path) -> str:
     db = f"sqlite:///{tmp_path}/existing.db"
-    started(db).stop()
+    stop(started(db))
     return db
 
 

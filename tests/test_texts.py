@@ -103,15 +103,16 @@ def test_import_keeps_texts_for_stats_explain_and_report(db_url: str, tmp_path: 
 
 
 def test_the_pipeline_keeps_texts(sqlite_url: str) -> None:
+    from driving import process, stop
     from scrapy.exceptions import DropItem
 
     pipeline = make_pipeline(sqlite_url, SIMHASH_KEEP_TEXTS=True)
     try:
-        pipeline.process_item_blocking({"url": "http://t/1", "text": ARTICLE})
+        process(pipeline, {"url": "http://t/1", "text": ARTICLE})
         with pytest.raises(DropItem):
-            pipeline.process_item_blocking({"url": "http://t/2", "text": ARTICLE + " one more word"})
+            process(pipeline, {"url": "http://t/2", "text": ARTICLE + " one more word"})
     finally:
-        pipeline.stop()
+        stop(pipeline)
     with SimhashIndex(sqlite_url) as index:
         assert index.text("http://t/1") == ARTICLE
         assert index.text("http://t/2") == ARTICLE + " one more word"

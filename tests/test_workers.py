@@ -127,12 +127,18 @@ def test_run_is_thread_safe_under_contention(pool: WorkerPool) -> None:
 
 
 def test_analyse_many_keeps_the_order_and_survives_a_crash() -> None:
+    from simhash_index.dedup import Deduplicator
     from simhash_index.fingerprinting.fingerprinter import Fingerprinter
-    from simhash_index.fingerprinting.pages import PageJob, PageSetup, analyse, analyse_many
+    from simhash_index.fingerprinting.pages import PageJob, PageSetup, analyse
 
     setup = PageSetup(Fingerprinter(tokenizer=worker_jobs.words_or_crash, min_length=10))
     texts = [f"page number {i} " * 20 if i != 3 else "crashnow " * 20 for i in range(10)]
-    results = list(analyse_many(setup, ((i, PageJob(t, is_html=False)) for i, t in enumerate(texts)), workers=2))
+    core = Deduplicator(None, setup, workers=2)
+    core.open().result()
+    try:
+        results = list(core.analyse_many((i, PageJob(t, is_html=False)) for i, t in enumerate(texts)))
+    finally:
+        core.close().result()
     assert [i for i, _ in results] == list(range(10))
     assert results[3][1].signature is None and "died" in results[3][1].failure
     for i, page in results:

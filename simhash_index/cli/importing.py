@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import sys
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, cast
 
 import click
 
 from .. import defaults
+from ..dedup import Deduplicator
 from ..errors import IndexNotFoundError
-from ..fingerprinting.pages import PageJob, PageSetup, analyse_many
+from ..fingerprinting.pages import PageJob, PageSetup
 from ..index.base import Index
 from ..index.dry_run import DryRunIndex
-from ..index.records import check_key
+from ..index.records import Match, check_key
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
+from ..workers import default_size
 from . import listings
 from .group import (
     FILE_OR_STDIN,
@@ -123,13 +126,38 @@ def _import_pages(
 ) -> Iterator[dict[str, Any]]:
     """Each page of the corpus checked against the target, in file order: a row saying what
     became of it (kept, dropped, skipped: no text, refused: unusable URL), counted. A bad
-    line is reported and counted (no row), or with `strict` stops the import."""
+    line is reported and counted (no row), or with `strict` stops the import.
+
+    Pages are analysed in worker processes and decided in batches (the dedup core), in file
+    order: a page can be a duplicate of any page before it. A dry run decides each page here,
+    against the target that writes nothing."""
+    core = Deduplicator(
+        None if dry_run else lambda: cast(Index, target),
+        setup,
+        workers=default_size() if workers is None else workers,
+        batch_size=defaults.BATCH_SIZE,
+    )
+    core.open().result()
+    try:
+        yield from _decided(core, target if dry_run else None, file, counts, strict)
+    finally:
+        core.close().result()
+
+
+Pending = tuple[str, "Future[Match | None] | str"]  # (url, its decision, or the outcome it had without one)
+
+
+def _decided(
+    core: Deduplicator, dry_run: DryRunIndex | None, file: str, counts: Counter[str], strict: bool
+) -> Iterator[dict[str, Any]]:
     source = read_archive(file, counts) if is_archive(file) else read_corpus(file)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
-    after = "" if dry_run else "; the lines before it were imported"
-    for line, page in analyse_many(setup, lines, workers=workers):
+    after = "" if dry_run is not None else "; the lines before it were imported"
+    pending: deque[Pending] = deque()
+    for line, page in core.analyse_many(lines):
         if line.error is not None:
             if strict:
+                yield from _settled(pending, counts, 0)
                 raise click.ClickException(f"{line.where}: {line.error}{after}")
             click.echo(f"Error: {line.where}: {line.error}; skipped", err=True)
             counts["bad"] += 1
@@ -138,20 +166,34 @@ def _import_pages(
             check_key(line.url)
         except ValueError as exc:
             click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
-            counts["refused"] += 1
-            yield {"url": line.url, "outcome": "refused"}
+            pending.append((line.url, "refused"))
             continue
         if page.failure is not None:
             click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
         if page.signature is None:
-            counts["skipped"] += 1
-            yield {"url": line.url, "outcome": "skipped"}
+            pending.append((line.url, "skipped"))
+        elif dry_run is not None:
+            decided: Future[Match | None] = Future()
+            decided.set_result(dry_run.check_and_add(line.url, page.signature))
+            pending.append((line.url, decided))
+        else:
+            pending.append((line.url, core.decide(line.url, page.signature, page.text)))
+        yield from _settled(pending, counts, 4 * core.batch_size)
+    yield from _settled(pending, counts, 0)
+
+
+def _settled(pending: deque[Pending], counts: Counter[str], keep: int) -> Iterator[dict[str, Any]]:
+    """The rows of the pages at the head of `pending` that are decided, in order; waits for
+    decisions until at most `keep` pages are pending (the writer's next batches)."""
+    while pending and (len(pending) > keep or isinstance(pending[0][1], str) or pending[0][1].done()):
+        url, decision = pending.popleft()
+        if isinstance(decision, str):
+            counts[decision] += 1
+            yield {"url": url, "outcome": decision}
             continue
-        match = target.check_and_add(line.url, page.signature)
-        if not dry_run and page.text is not None:
-            target.store_texts([(line.url, page.text)])
+        match = decision.result()
         counts["dropped" if match is not None else "kept"] += 1
-        yield {"url": line.url, "outcome": "kept"} if match is None else listings.dropped_row(line.url, match)
+        yield {"url": url, "outcome": "kept"} if match is None else listings.dropped_row(url, match)
 
 
 def open_existing(db: str, max_distance: int | None) -> Index | None:

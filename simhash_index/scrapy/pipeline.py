@@ -1,44 +1,34 @@
 """The dedup item pipeline: drops items whose main text is a near-duplicate of a stored page.
 
-Extraction and fingerprinting run in worker processes (a crash there costs one page, not the
-crawl); one writer thread decides pages against the index in batches, and an item is released
-(kept or dropped) only after its batch committed. Nothing blocks the reactor: the index is
-opened, and every database call made, off it.
+A thin adapter over the dedup core (simhash_index.dedup.Deduplicator), which analyses pages in
+worker processes (a crash there costs one page, not the crawl) and decides them against the
+index in batches: an item is released (kept or dropped) only after its batch committed. Here
+items become pages, and decisions become stats, log lines and DropItem. Nothing blocks the
+reactor: the core answers with futures, awaited on it.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import logging
-import threading
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
-from twisted.python.threadpool import ThreadPool
 
-from ..errors import (
-    IndexNotFoundError,
-    IndexUnavailableError,
-    LayoutMismatchError,
-    SchemeMismatchError,
-    SimhashIndexError,
-)
+from ..dedup import Deduplicator
+from ..errors import LayoutMismatchError, SchemeMismatchError, SimhashIndexError
 from ..fingerprinting.fingerprinter import Signature
-from ..fingerprinting.pages import Page, PageJob, PageSetup, analyse
+from ..fingerprinting.pages import Page, PageSetup
 from ..fingerprinting.simhash import to_hex
 from ..index.base import Index
 from ..index.factory import open_index
 from ..index.records import Match
-from ..index.writer import BatchWriter
 from ..text.dates import http_date
-from ..workers import WorkerCrashed, WorkerPool, WorkerStartError, WorkerTimeout
+from ..workers import WorkerCrashed, WorkerStartError, WorkerTimeout
 from .addon import warn_of_pipelines_before
 from .failures import (
     INDEX_ERROR,
@@ -55,10 +45,8 @@ from .logformatter import safe
 from .settings import PipelineSettings, enabled
 from .signals import page_superseded
 from .stats import Outcomes
-from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, in_thread, on_next_turn
+from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, on_next_turn
 
-T = TypeVar("T")
-PROBE_EVERY_S = 1.0
 logger = logging.getLogger(__name__)
 
 # The pipeline of each running crawl, so SimhashSkipDuplicatesMiddleware uses its index
@@ -95,9 +83,8 @@ class NearDuplicate(DropItem):
 class SimhashDedupPipeline:
     """Drops items whose main text is a near-duplicate of a page already stored.
 
-    Kept items leave with `text` and `simhash` (16 hex digits) added. Scrapy calls the async
-    methods; `start`, `process_item_blocking` and `stop` do the same work blocking, for use
-    outside a reactor.
+    Kept items leave with `text` and `simhash` (16 hex digits) added. The work is done by
+    `core`, a Deduplicator made from the settings.
     """
 
     def __init__(self, settings: PipelineSettings, crawler: Crawler | None = None) -> None:
@@ -106,15 +93,15 @@ class SimhashDedupPipeline:
         self.crawler = crawler
         self.stats = crawler.stats if crawler is not None else None
         self.outcomes = Outcomes(self.stats)
-        self.index: Index | None = None
-        self.pool: WorkerPool | None = None
-        self.writer: BatchWriter[tuple[str, Signature], Match | None] | None = None
-        self._setup = PageSetup(settings.fingerprinter, settings.extract, dates=settings.prefer == "newest")
-        self._threads: ThreadPool | None = None
+        self.core = Deduplicator(
+            self._open_index,
+            PageSetup(settings.fingerprinter, settings.extract, dates=settings.prefer == "newest"),
+            workers=settings.workers,
+            worker_timeout=settings.worker_timeout,
+            batch_size=settings.batch_size,
+            on_index_lost=lambda: self.outcomes.note("index_lost"),
+        )
         self._warned: set[str] = set()
-        self._stored_at_start = 0
-        self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
-        self._texts: collections.deque[tuple[str, str]] = collections.deque()  # SIMHASH_KEEP_TEXTS, to store
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDedupPipeline:
@@ -126,6 +113,11 @@ class SimhashDedupPipeline:
         _RUNNING[crawler] = pipeline
         return pipeline
 
+    @property
+    def index(self) -> Index | None:
+        """The open index (None before open_spider finished, and after close_spider)."""
+        return self.core.index
+
     # -- lifecycle ----------------------------------------------------------------
 
     def open_spider(self, spider: Any = None) -> Awaitable[None]:
@@ -135,19 +127,17 @@ class SimhashDedupPipeline:
         return for_scrapy(self._open())
 
     def close_spider(self, spider: Any = None) -> Awaitable[None]:
-        """Decides what is queued, logs the summary, then stops the writer, the workers and the
-        index. Awaitable, in the form the running Scrapy takes."""
+        """Decides what is queued, stops the writer, the workers and the index, then logs the
+        summary. Awaitable, in the form the running Scrapy takes."""
         return for_scrapy(self._close())
 
     async def _open(self) -> None:
-        self._threads = ThreadPool(minthreads=0, maxthreads=self.settings.workers + 2, name="simhash")
-        self._threads.start()
         try:
-            await self._in_thread(self.start)
+            await awaitable(self.core.open())
         except SimhashIndexError as exc:
             self.outcomes.note("errors/db_open")
             if isinstance(exc, SchemeMismatchError):
-                recorded = await self._in_thread(self._recorded_scheme)
+                recorded = await awaitable(self.core.call(self._recorded_scheme))
                 message = scheme_difference(exc, recorded, self.fingerprinter.scheme)
             elif isinstance(exc, LayoutMismatchError):
                 message = layout_hint(exc)
@@ -164,9 +154,11 @@ class SimhashDedupPipeline:
             return
         logger.info(
             "simhash: index %r holds %d pages; %s",
-            self.index,
-            self._stored_at_start,
-            f"{self.settings.workers} worker processes" if self.pool else "extraction in threads (SIMHASH_WORKERS=0)",
+            self.core.index,
+            self.core.stored_at_start,
+            f"{self.settings.workers} worker processes"
+            if self.core.pool
+            else "extraction in threads (SIMHASH_WORKERS=0)",
         )
 
     def _cannot_start(self, reason: str) -> None:
@@ -176,21 +168,6 @@ class SimhashDedupPipeline:
         if AWAITS_PIPELINE_COROUTINES:
             raise CloseSpider(reason) from None
         on_next_turn(close_spider, self.crawler, reason)
-
-    def start(self) -> None:
-        """Open the index, start the worker processes and the writer (blocking)."""
-        for noisy in ("trafilatura", "htmldate", "courlan", "justext"):
-            logging.getLogger(noisy).setLevel(max(logging.INFO, logging.getLogger(noisy).getEffectiveLevel()))
-        settings = self.settings
-        self.index = self._open_index()
-        try:
-            self._stored_at_start = len(self.index)
-            if settings.workers:
-                self.pool = WorkerPool(analyse, self._setup, size=settings.workers, timeout=settings.worker_timeout)
-        except BaseException:
-            self.stop()
-            raise
-        self.writer = BatchWriter(self._decide, batch_size=settings.batch_size)
 
     def _open_index(self) -> Index:
         settings = self.settings
@@ -217,47 +194,12 @@ class SimhashDedupPipeline:
             return None
 
     async def _close(self) -> None:
-        if self._threads is None:
-            self.stop()
-            return
-        await self._in_thread(self.stop)
-        self._threads.stop()
-        self._threads = None
-
-    def _store_texts(self, index: Index) -> None:
-        """Store the texts of the pages concluded so far (SIMHASH_KEEP_TEXTS)."""
-        pending = []
-        while self._texts:
-            pending.append(self._texts.popleft())
-        if pending:
-            index.store_texts(pending)
-
-    def stop(self) -> None:
-        """The blocking half of close_spider."""
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        if self.index is not None and self._texts:
-            try:
-                self._store_texts(self.index)
-            except SimhashIndexError as exc:
-                logger.warning("simhash: the last pages' texts were not kept: %s", safe(exc, 400))
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
-        if self.index is not None:
-            stored = None
-            with contextlib.suppress(SimhashIndexError):  # the summary goes out with or without the count
-                stored = len(self.index)
+        opened = self.core.ready
+        stored = await awaitable(self.core.close())
+        if opened:
             logger.info("%s", self.outcomes.summary(stored))
             if self.outcomes.total() == 0:
                 logger.warning("simhash: no item reached the pipeline: did the crawl fetch anything?")
-            self.index.close()
-            self.index = None
-
-    def _in_thread(self, function: Callable[..., T], *args: Any) -> Awaitable[T]:
-        assert self._threads is not None, "open_spider() starts the threads"
-        return in_thread(self._threads, function, *args)
 
     # -- items ----------------------------------------------------------------------
 
@@ -271,42 +213,21 @@ class SimhashDedupPipeline:
             return item
         adapter, key, job = checked
         try:
-            page = await self._in_thread(self._analyse, job)
+            page = await awaitable(self.core.analyse(job))
         except Exception as exc:
             return self._failed(item, key, exc)
-        if not self._checkable(key, page):
-            return item
-        assert page.signature is not None and self.writer is not None
+        if page.signature is None:
+            return self._unchecked(item, key, page)
         try:
-            match = await awaitable(self.writer.submit((key, dated(page.signature, adapter))))
+            match = await awaitable(self.core.decide(key, dated(page.signature, adapter), page.text))
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated
         return self._conclude(item, adapter, key, page, match)
 
-    def process_item_blocking(self, item: Any) -> Any:
-        """process_item without a reactor: returns the item or raises DropItem."""
-        checked = self._prepare(item)
-        if checked is None:
-            return item
-        adapter, key, job = checked
-        try:
-            page = self._analyse(job)
-        except Exception as exc:
-            return self._failed(item, key, exc)
-        if not self._checkable(key, page):
-            return item
-        assert page.signature is not None and self.writer is not None
-        try:
-            match = self.writer.submit((key, dated(page.signature, adapter))).result()
-        except SimhashIndexError as exc:
-            self._db_error(exc)
-            return item
-        return self._conclude(item, adapter, key, page, match)
-
     def _prepare(self, item: Any) -> Checkable | None:
         """(adapter, key, what to analyse), or None for an item that passes through unchecked (counted)."""
-        checked = checkable(item, self.settings, index_ready=self.writer is not None)
+        checked = checkable(item, self.settings, index_ready=self.core.ready)
         if not isinstance(checked, PassThrough):
             return checked
         self.outcomes.count(checked.outcome, f"errors/{checked.reason}" if checked.reason else None)
@@ -317,12 +238,6 @@ class SimhashDedupPipeline:
         elif checked.warning:
             logger.warning(checked.warning, *checked.arguments)
         return None
-
-    def _analyse(self, job: PageJob) -> Page:
-        if self.pool is not None:
-            page: Page = self.pool.run(job)
-            return page
-        return analyse(self._setup, job)
 
     def _failed(self, item: Any, key: str, exc: Exception) -> Any:
         """A page whose analysis failed: counted, logged once with its URL, passed through."""
@@ -338,20 +253,16 @@ class SimhashDedupPipeline:
             )
         return item
 
-    def _checkable(self, key: str, page: Page) -> bool:
-        """Whether the page has a signature to check; counts the ones that do not."""
+    def _unchecked(self, item: Any, key: str, page: Page) -> Any:
+        """A page with no signature to check (extraction failed, or no text): counted, passed through."""
         if page.failure is not None:
             self.outcomes.count("errors", "errors/extract")
             logger.warning("simhash: %s: %s; the item passes through", safe(key), safe(page.failure))
-            return False
-        if page.signature is None:
+        else:
             self.outcomes.count("no_text")
-            return False
-        return True
+        return item
 
     def _conclude(self, item: Any, adapter: ItemAdapter, key: str, page: Page, match: Match | None) -> Any:
-        if self.settings.keep_texts and page.text is not None:
-            self._texts.append((key, page.text))  # stored by the writer thread, with its next batch
         if match is not None and match.superseded is not None:  # kept, in place of match.key
             self._superseded(item, key, match)
         elif match is not None:
@@ -382,62 +293,6 @@ class SimhashDedupPipeline:
             self.crawler.signals.send_catch_log(
                 page_superseded, old_key=match.key, new_key=key, evidence=match, item=item, spider=self.crawler.spider
             )
-
-    def _decide(self, batch: Sequence[tuple[str, Signature]]) -> list[Match | None]:
-        """The writer thread's call: the batch checked and stored in one transaction.
-
-        Once the index could not be reached, batches fail at once, without waiting for a
-        server that is down (a frozen one costs a statement timeout a call): items pass
-        through (SIMHASH_ON_DB_ERROR=pass) without delay while a probe pings the index every
-        PROBE_EVERY_S seconds, and dedup resumes as soon as it answers.
-        """
-        index = self.index
-        if index is None:
-            raise SimhashIndexError("the index is closed")
-        outage = self._outage
-        if outage is not None:
-            raise IndexUnavailableError(f"{outage} (waiting for it to answer again)")
-        try:
-            try:
-                answers = index.check_and_add_many(batch)
-            except IndexNotFoundError as exc:
-                index = self._start_anew(index, exc)
-                answers = index.check_and_add_many(batch)
-        except IndexUnavailableError as exc:
-            self._outage = str(exc)
-            threading.Thread(target=self._probe, args=(index,), name="simhash-probe", daemon=True).start()
-            raise
-        try:
-            self._store_texts(index)
-        except SimhashIndexError as exc:  # the decisions stand; only these texts are not kept
-            logger.warning("simhash: pages' texts were not kept: %s", safe(exc, 400))
-        return answers
-
-    def _start_anew(self, vanished: Index, exc: IndexNotFoundError) -> Index:
-        """The index is gone from a server that answers (Redis restarted without persistence,
-        or flushed): a new, empty one is opened in its place, so that the rest of the crawl is
-        deduplicated; the pages decided before are not remembered."""
-        logger.warning(
-            "simhash: %s; starting a new, empty index there: the pages decided before it was lost are forgotten",
-            safe(one_line(exc), 1000),
-        )
-        self.outcomes.note("index_lost")
-        index = self._open_index()
-        self.index = index
-        vanished.close()
-        return index
-
-    def _probe(self, index: Index) -> None:
-        """Ping the index until it answers (or the pipeline stops), then let batches through again."""
-        while self.index is index:
-            time.sleep(PROBE_EVERY_S)
-            try:
-                index.ping()
-            except SimhashIndexError:
-                continue
-            logger.info("simhash: the index answers again; deduplicating")
-            self._outage = None
-            return
 
     # -- failures and helpers ---------------------------------------------------------
 

@@ -1,0 +1,150 @@
+"""Import speed: `simhash-index import` of pre-extracted texts against fingerprinting them in one process.
+
+    python -m benchmarks.import_speed [--texts PATH] [--copies 3] [--pages N [--chars N]]
+                                      [--backend sqlite postgres] [--postgres-url URL] [--workers N]
+
+The texts are the evaluation corpus's extracted texts (extracted_text.jsonl.gz in _common.EVAL), each
+`--copies` times under distinct URLs (the later copies are exact duplicates), or with `--pages N`
+N pages made from them: page i is text i mod the corpus size (its first `--chars` characters, when
+given) with one word in twenty replaced by a word of its own, so that most pages are new
+(near-duplicates of their source at most).
+
+For each backend the corpus is written as a JSON lines file (url, text); then, side by side:
+- fingerprint: the same texts fingerprinted in this process, one after the other
+  (Fingerprinter.signature, the import's default scheme; first-call loading excluded);
+- import: `simhash-index import --db URL FILE` run as a new process into a new index (SQLite
+  in a temporary folder; PostgreSQL in a throwaway schema), start-up included.
+The ratio import / fingerprint (wall time) is what the import's worker processes and batched
+decisions buy: under 1 when fingerprinting on every core outruns the decisions' cost. The CPU
+ratio (the import's process and its workers against the fingerprinting, a database server not
+counted) is its overhead; on a busy machine the wall ratio follows the share of the cores it gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from simhash_index.cli.inputs import fingerprinter_for
+
+from ._common import EVAL, Timer, machine, table
+from ._stores import DEFAULT_POSTGRES, postgres_schema
+
+BACKENDS = ("sqlite", "postgres")
+
+
+def corpus_texts(path: Path) -> list[str]:
+    """The non-empty texts of an extracted_text.jsonl.gz file, in file order."""
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        texts = [json.loads(line).get("text") for line in lines]
+    return [text for text in texts if isinstance(text, str) and text.strip()]
+
+
+def pages(texts: list[str], *, copies: int, count: int | None, chars: int | None) -> list[tuple[str, str]]:
+    """(url, text) pages: each text `copies` times, or `count` pages perturbed from the texts
+    (cut to `chars` characters)."""
+    if count is None:
+        return [(f"https://eval.example/{copy}/{i}", text) for copy in range(copies) for i, text in enumerate(texts)]
+    rng = random.Random(31)
+    made = []
+    for i in range(count):
+        words = texts[i % len(texts)][:chars].split(" ")
+        for position in rng.sample(range(len(words)), max(1, len(words) // 20)):
+            words[position] = f"w{i}x{position}"
+        made.append((f"https://synthetic.example/{i}", " ".join(words)))
+    return made
+
+
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fingerprint_seconds(texts: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of fingerprinting the texts here, one after the other."""
+    fingerprinter = fingerprinter_for(None, None)
+    fingerprinter.signature(texts[0])  # word lists and tables load on the first call
+    cpu = cpu_seconds(resource.RUSAGE_SELF)
+    with Timer() as timer:
+        for text in texts:
+            fingerprinter.signature(text)
+    return timer.seconds, cpu_seconds(resource.RUSAGE_SELF) - cpu
+
+
+def import_seconds(db: str, corpus: Path, workers: int | None) -> tuple[float, float, str]:
+    """Wall and CPU seconds (its worker processes' included; a database server's not) of one
+    `simhash-index import` into `db`, and the counts it printed."""
+    command = [sys.executable, "-c", "from simhash_index.cli import main; main()", "import", "--db", db, str(corpus)]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    cpu = cpu_seconds(resource.RUSAGE_CHILDREN)
+    with Timer() as timer:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the import failed ({done.returncode}): {done.stderr[-2000:]}")
+    return timer.seconds, cpu_seconds(resource.RUSAGE_CHILDREN) - cpu, done.stdout.strip()
+
+
+@contextmanager
+def new_index(backend: str, folder: Path, postgres: str) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{folder / 'import.db'}"
+    else:
+        with postgres_schema(postgres) as url:
+            yield url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--texts", type=Path, default=EVAL / "extracted_text.jsonl.gz", help="the texts (jsonl.gz)")
+    parser.add_argument("--copies", type=int, default=3, help="times each text is imported (default 3)")
+    parser.add_argument("--pages", type=int, help="import this many pages perturbed from the texts instead")
+    parser.add_argument("--chars", type=int, help="with --pages: cut each text to this many characters")
+    parser.add_argument("--backend", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
+    parser.add_argument("--workers", type=int, help="the import's --workers (default: one per CPU)")
+    args = parser.parse_args()
+    if not args.texts.exists():
+        raise SystemExit(f"{args.texts} not found: give the evaluation corpus's extracted texts with --texts")
+    corpus_pages = pages(corpus_texts(args.texts), copies=args.copies, count=args.pages, chars=args.chars)
+    print(machine())
+    print(f"{len(corpus_pages):,} pages, {sum(len(text) for _, text in corpus_pages) / 1e6:.1f} M characters")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="simhash-import-speed-") as folder:
+        corpus = Path(folder) / "pages.jsonl"
+        with corpus.open("w", encoding="utf-8") as out:
+            for url, text in corpus_pages:
+                out.write(json.dumps({"url": url, "text": text}) + "\n")
+        for backend in args.backend:
+            fingerprint, fingerprint_cpu = fingerprint_seconds([text for _, text in corpus_pages])
+            with new_index(backend, Path(folder), args.postgres_url) as db:
+                imported, imported_cpu, counts = import_seconds(db, corpus, args.workers)
+            rows.append(
+                [
+                    backend,
+                    f"{fingerprint:.1f} ({fingerprint_cpu:.1f})",
+                    f"{imported:.1f} ({imported_cpu:.1f})",
+                    f"**{imported / fingerprint:.2f}**",
+                    f"{imported_cpu / fingerprint_cpu:.2f}",
+                    f"{len(corpus_pages) / imported:,.0f}",
+                    counts,
+                ]
+            )
+            print(f"{backend}: fingerprint {fingerprint:.1f} s, import {imported:.1f} s ({counts})", flush=True)
+    print()
+    header = ["backend", "fingerprint s (CPU)", "import s (CPU)", "import / fingerprint", "CPU ratio", "pages/s"]
+    print(table([*header, "import says"], rows))
+
+
+if __name__ == "__main__":
+    main()

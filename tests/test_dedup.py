@@ -1,0 +1,83 @@
+"""The dedup core (simhash_index.dedup) on its own: what the pipeline and `import` both run."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import pytest
+from conftest import open_stats
+from driving import run, start, stop
+from scrapy.exceptions import DropItem
+from scrapy.utils.test import get_crawler
+from sites import english_article
+
+from simhash_index import Fingerprinter, SimhashIndex
+from simhash_index.dedup import Deduplicator
+from simhash_index.fingerprinting.pages import PageJob, PageSetup
+from simhash_index.index.factory import open_index
+from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+
+TEXTS = [" ".join(english_article(seed)) for seed in range(6)]
+
+
+def core_for(db_url: str, **options: object) -> Deduplicator:
+    opener = functools.partial(open_index, db_url, scheme=Fingerprinter().scheme, **options)
+    core = Deduplicator(opener, PageSetup(Fingerprinter()), batch_size=16)
+    core.open().result()
+    return core
+
+
+def test_decisions_come_back_as_futures_committed_with_their_texts(db_url: str) -> None:
+    core = core_for(db_url, keep_texts=True)
+    try:
+        pages = [core.analyse(PageJob(text, is_html=False)).result() for text in TEXTS + TEXTS[:2]]
+        decided = [core.decide(f"http://d/{i}", p.signature, p.text) for i, p in enumerate(pages)]  # type: ignore[arg-type]
+        matches = [future.result() for future in decided]
+        assert [m.key if m else None for m in matches] == [None] * 6 + ["http://d/0", "http://d/1"]
+        with SimhashIndex(db_url) as index:  # committed, texts kept, before the core closes
+            assert len(index) == 6 and index.text("http://d/7") == TEXTS[1]
+    finally:
+        assert core.close().result() == 6
+    assert core.index is None and not core.ready
+
+
+def test_an_analysis_only_core_analyses_in_order_and_decides_nothing() -> None:
+    core = Deduplicator(None, PageSetup(Fingerprinter()), workers=2)
+    core.open().result()
+    try:
+        analysed = list(core.analyse_many((i, PageJob(text, is_html=False)) for i, text in enumerate(TEXTS)))
+        assert [i for i, _ in analysed] == list(range(6))
+        assert [page.text for _, page in analysed] == TEXTS
+        with pytest.raises(RuntimeError, match="not open"):
+            core.decide("http://d/1", analysed[0][1].signature)  # type: ignore[arg-type]
+    finally:
+        assert core.close().result() is None
+
+
+def test_bad_options_name_the_argument() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        Deduplicator(None, PageSetup(Fingerprinter()), workers=-1)
+    with pytest.raises(ValueError, match="batch_size"):
+        Deduplicator(None, PageSetup(Fingerprinter()), batch_size=0)
+
+
+def test_concurrent_items_keep_one_copy_of_each_text(sqlite_url: str) -> None:
+    """Scrapy hands the pipeline many items at once (CONCURRENT_ITEMS): one copy of each text
+    is kept, whichever order the batches decide them in."""
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": sqlite_url, "SIMHASH_WORKERS": 0})
+    open_stats(crawler)
+    pipeline = start(SimhashDedupPipeline.from_crawler(crawler))
+    items = [{"url": f"http://c/{copy}/{i}", "text": text} for copy in range(3) for i, text in enumerate(TEXTS)]
+
+    async def all_items() -> list[object]:
+        return await asyncio.gather(*(pipeline.process_item(item) for item in items), return_exceptions=True)
+
+    try:
+        outcomes = run(all_items())
+    finally:
+        stop(pipeline)
+    kept = [o for o in outcomes if isinstance(o, dict)]
+    assert sorted(o["text"] for o in kept) == sorted(TEXTS)
+    assert sum(isinstance(o, DropItem) for o in outcomes) == 12
+    assert pipeline.stats.get_value("simhash/kept") == 6  # type: ignore[union-attr]
