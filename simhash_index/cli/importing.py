@@ -129,17 +129,16 @@ def _import_pages(
     line is reported and counted (no row), or with `strict` stops the import.
 
     Pages are analysed in worker processes and decided in batches (the dedup core), in file
-    order: a page can be a duplicate of any page before it. A dry run decides each page here,
-    against the target that writes nothing."""
+    order: a page can be a duplicate of any page before it. A dry run's target writes nothing."""
     core = Deduplicator(
-        None if dry_run else lambda: cast(Index, target),
+        lambda: cast(Index, target),
         setup,
         workers=default_size() if workers is None else workers,
         batch_size=defaults.BATCH_SIZE,
     )
     core.open().result()
     try:
-        yield from _decided(core, target if dry_run else None, file, counts, strict)
+        yield from _decided(core, dry_run, file, counts, strict)
     finally:
         core.close().result()
 
@@ -148,11 +147,11 @@ Pending = tuple[str, "Future[Match | None] | str"]  # (url, its decision, or the
 
 
 def _decided(
-    core: Deduplicator, dry_run: DryRunIndex | None, file: str, counts: Counter[str], strict: bool
+    core: Deduplicator, dry_run: bool, file: str, counts: Counter[str], strict: bool
 ) -> Iterator[dict[str, Any]]:
     source = read_archive(file, counts) if is_archive(file) else read_corpus(file)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
-    after = "" if dry_run is not None else "; the lines before it were imported"
+    after = "" if dry_run else "; the lines before it were imported"
     pending: deque[Pending] = deque()
     for line, page in core.analyse_many(lines):
         if line.error is not None:
@@ -172,10 +171,6 @@ def _decided(
             click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
         if page.signature is None:
             pending.append((line.url, "skipped"))
-        elif dry_run is not None:
-            decided: Future[Match | None] = Future()
-            decided.set_result(dry_run.check_and_add(line.url, page.signature))
-            pending.append((line.url, decided))
         else:
             pending.append((line.url, core.decide(line.url, page.signature, page.text)))
         yield from _settled(pending, counts, 4 * core.batch_size)
