@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from .errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
 from .fingerprinting.fingerprinter import Signature
-from .fingerprinting.pages import Page, PageJob, PageSetup, analyse
+from .fingerprinting.pages import Page, PageJob, PageSetup, analyse, analyse_all, with_given_text
 from .index.base import Index
 from .index.records import Match
 from .index.writer import BatchWriter
@@ -38,6 +38,7 @@ from .workers import WorkerCrashed, WorkerPool, WorkerTimeout
 T = TypeVar("T")
 M = TypeVar("M")
 PROBE_EVERY_S = 1.0
+CHUNK = 16  # pages a worker analyses per round trip in analyse_many
 NOISY_LOGGERS = ("trafilatura", "htmldate", "courlan", "justext")
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class Deduplicator:
         try:
             self.stored_at_start = 0 if self.index is None else len(self.index)
             if self.workers:
-                self.pool = WorkerPool(analyse, self.setup, size=self.workers, timeout=self.worker_timeout)
+                self.pool = WorkerPool(analyse_all, self.setup, size=self.workers, timeout=self.worker_timeout)
         except BaseException:
             self._close()
             raise
@@ -152,22 +153,37 @@ class Deduplicator:
         return self._threads.submit(self._analyse, job)
 
     def _analyse(self, job: PageJob) -> Page:
-        if self.pool is not None:
-            page: Page = self.pool.run(job)
-            return page
-        return analyse(self.setup, job)
+        return self._analyse_chunk([job])[0]
+
+    def _analyse_chunk(self, jobs: list[PageJob]) -> list[Page]:
+        if self.pool is None:
+            return [analyse(self.setup, job) for job in jobs]
+        pages: list[Page] = self.pool.run(jobs, weight=len(jobs))
+        return [with_given_text(job, page) for job, page in zip(jobs, pages)]
+
+    def _analyse_apart(self, jobs: list[PageJob]) -> list[Page]:
+        """A chunk analysed in one round trip; when its worker crashed or ran over the timeout,
+        each page again on its own, so that only the page that did it fails."""
+        try:
+            return self._analyse_chunk(jobs)
+        except (WorkerCrashed, WorkerTimeout) as exc:
+            if len(jobs) == 1:
+                return [Page(None, None, str(exc))]
+        return [self._analyse_apart([job])[0] for job in jobs]
 
     def analyse_many(self, pages: Iterable[tuple[M, PageJob]]) -> Iterator[tuple[M, Page]]:
-        """(meta, Page) for each (meta, job), in the order given, analysed side by side; a page
-        whose worker crashed or ran over the timeout comes back with `failure` set. At most
-        twice as many pages as workers are in flight: the input is read as it goes."""
-        pending: deque[tuple[M, Future[Page]]] = deque()
-        for meta, job in pages:
-            pending.append((meta, self.analyse(job)))
+        """(meta, Page) for each (meta, job), in the order given, analysed side by side in
+        chunks of CHUNK pages; a page whose worker crashed or ran over the timeout comes back
+        with `failure` set. At most twice as many chunks as workers are in flight: the input
+        is read as it goes."""
+        pending: deque[tuple[list[M], Future[list[Page]]]] = deque()
+        for chunk in _chunks(pages, CHUNK):
+            metas = [meta for meta, _ in chunk]
+            pending.append((metas, self._threads.submit(self._analyse_apart, [job for _, job in chunk])))
             if len(pending) >= 2 * max(1, self.workers):
-                yield _analysed(*pending.popleft())
+                yield from _in_order(*pending.popleft())
         while pending:
-            yield _analysed(*pending.popleft())
+            yield from _in_order(*pending.popleft())
 
     def decide(self, key: str, signature: Signature, text: str | None = None) -> Future[Match | None]:
         """Check the page against the index and store it unless it duplicates a stored page:
@@ -235,11 +251,19 @@ class Deduplicator:
             return
 
 
-def _analysed(meta: M, future: Future[Page]) -> tuple[M, Page]:
-    try:
-        return meta, future.result()
-    except (WorkerCrashed, WorkerTimeout) as exc:
-        return meta, Page(None, None, str(exc))
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _in_order(metas: list[M], future: Future[list[Page]]) -> Iterator[tuple[M, Page]]:
+    yield from zip(metas, future.result())
 
 
 def _short(error: object, limit: int = 400) -> str:

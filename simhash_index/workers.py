@@ -204,14 +204,16 @@ class WorkerPool:
             self._idle.put(self._start())
         return exit_code
 
-    def run(self, job: Any) -> Any:
+    def run(self, job: Any, *, weight: int = 1) -> Any:
         """The job's result, computed in a worker; re-raises what the function raised.
 
         Raises WorkerCrashed when the worker died on this job, WorkerTimeout when it ran
-        longer than the timeout; the worker is replaced in both cases.
+        longer than the timeout (`weight` times it: a job of several units of work); the
+        worker is replaced in both cases.
         """
         if self._closed:
             raise RuntimeError("the worker pool is closed")
+        timeout = None if self.timeout is None else self.timeout * weight
         worker = self._idle.get()
         try:
             worker = self._ready(worker)
@@ -219,13 +221,13 @@ class WorkerPool:
             self._idle.put(self._start())
             raise
         try:
-            outcome, value = self._ask(worker, job)
+            outcome, value = self._ask(worker, job, timeout)
         except BaseException:
             self._replace(worker)  # interrupted mid-job: its answer would reach the next caller
             raise
         if outcome == "timeout":
             self._replace(worker)
-            raise WorkerTimeout(f"the job ran over {self.timeout:g} s; its worker was stopped")
+            raise WorkerTimeout(f"the job ran over {timeout:g} s; its worker was stopped")
         if outcome == "died":
             exit_code = self._replace(worker)
             dump = worker.dumped()
@@ -236,11 +238,11 @@ class WorkerPool:
             return value
         raise value
 
-    def _ask(self, worker: _Worker, job: Any) -> tuple[str, Any]:
+    def _ask(self, worker: _Worker, job: Any, timeout: float | None) -> tuple[str, Any]:
         """("done", result), ("raised", exception), ("died", None) or ("timeout", None)."""
         try:
             worker.send.send(job)
-            if not worker.receive.poll(self.timeout):
+            if not worker.receive.poll(timeout):
                 return "timeout", None
             succeeded, value = worker.receive.recv()
         except (EOFError, OSError):  # it died before, while or instead of answering

@@ -81,3 +81,16 @@ def test_concurrent_items_keep_one_copy_of_each_text(sqlite_url: str) -> None:
     assert sorted(o["text"] for o in kept) == sorted(TEXTS)
     assert sum(isinstance(o, DropItem) for o in outcomes) == 12
     assert pipeline.stats.get_value("simhash/kept") == 6  # type: ignore[union-attr]
+
+
+def test_a_chunk_brings_back_only_what_the_caller_lacks() -> None:
+    """Worker processes send back the text they extracted from HTML, never a text they were given."""
+    from simhash_index.fingerprinting.pages import analyse, analyse_all, with_given_text
+
+    setup = PageSetup(Fingerprinter())
+    html = f"<html><body><article><p>{TEXTS[0]}</p></article></body></html>"
+    jobs = [PageJob(TEXTS[1], is_html=False), PageJob(html), PageJob(TEXTS[2].encode(), is_html=False)]
+    pages = analyse_all(setup, jobs)
+    assert pages[0].text is None and pages[2].text is None
+    assert pages[1].text is not None and TEXTS[0][:200] in pages[1].text
+    assert [with_given_text(job, page) for job, page in zip(jobs, pages)] == [analyse(setup, job) for job in jobs]

@@ -39,6 +39,12 @@ def test_a_job_over_the_timeout_is_stopped(pool: WorkerPool) -> None:
     assert pool.run("after")[1] == "after" and len(pool.pids()) == 2
 
 
+def test_a_job_of_several_units_gets_as_many_timeouts() -> None:
+    with WorkerPool(worker_jobs.misbehave, size=1, timeout=0.4) as pool:
+        with pytest.raises(WorkerTimeout, match="ran over 1.2 s"):
+            pool.run("hang", weight=3)
+
+
 def test_exceptions_of_the_job_come_back_as_they_are(pool: WorkerPool) -> None:
     pids = set(pool.pids())
     with pytest.raises(ValueError, match="a bad job"):

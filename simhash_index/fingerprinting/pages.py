@@ -1,12 +1,14 @@
 """What a worker computes for one page: its main text and its Signature.
 
-`analyse` is the function the dedup core (simhash_index.dedup) runs in its worker processes
-for the pipeline and the command line; it takes the page's HTML (or text already extracted)
-and never raises for a bad page: a page trafilatura cannot read comes back with `failure` set.
+`analyse` takes the page's HTML (or text already extracted) and never raises for a bad page: a
+page trafilatura cannot read comes back with `failure` set. `analyse_all` is what the dedup core
+(simhash_index.dedup) runs in its worker processes, for the pipeline and the command line: a
+chunk of pages per round trip, a page given as text coming back without it (the caller has it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..text.dates import page_date
@@ -50,10 +52,27 @@ def analyse(setup: PageSetup, job: PageJob) -> Page:
         except ExtractionError as exc:
             return Page(None, None, str(exc))
     else:
-        text = job.content if isinstance(job.content, str) else job.content.decode("utf-8", "replace")
+        text = given_text(job)
     if text is None:
         return Page(None, None)
     signature = setup.fingerprinter.signature(text)
     if signature is not None and setup.dates and job.is_html:
         signature = replace(signature, dated=page_date(job.content))
     return Page(text, signature)
+
+
+def given_text(job: PageJob) -> str:
+    """The text of a page given as text (not HTML)."""
+    return job.content if isinstance(job.content, str) else job.content.decode("utf-8", "replace")
+
+
+def analyse_all(setup: PageSetup, jobs: Sequence[PageJob]) -> list[Page]:
+    """`analyse` of each job, in order; a page given as text comes back with `text` None, as
+    sending it back would only copy what the caller holds (`with_given_text` restores it)."""
+    pages = [analyse(setup, job) for job in jobs]
+    return [page if job.is_html else replace(page, text=None) for job, page in zip(jobs, pages)]
+
+
+def with_given_text(job: PageJob, page: Page) -> Page:
+    """A page from `analyse_all` with the text of a job given as text put back."""
+    return page if job.is_html else replace(page, text=given_text(job))
