@@ -4,7 +4,8 @@
                                              [--pages 250] [--until COMMIT] [--react LANG=GIT_DIR ...]
 
 Each --react adds the pages of a react.dev translation (multilingual_react_dev.py), two versions
-of each page, before git-scm.com's.
+of each page, before git-scm.com's; for the languages in its LEGACY, those of the translation's
+former reactjs.org site too (the same repository's branch `legacy`).
 
 GIT_DIR is a clone of github.com/git/git-scm.com (its gh-pages branch). That site commits
 its built content: the Pro Git book in some thirty languages (external/book/content/book/LANG/v2/)
@@ -171,10 +172,15 @@ def _commonest(lang: str) -> frozenset[str]:
     return frozenset(wordfreq.top_n_list(lang, 100))
 
 
-def react_pages(repo: Path, lang: str, site: Path) -> Iterator[tuple[dict[str, object], str]]:
-    """Per react.dev page, its newest version in the language and the newest before it with
-    another text (react_dev.VERSIONS, among the newest react_dev.SCANNED), written to `site`."""
-    found = versions(repo, react_dev.PINNED[lang], lang, f"{react_dev.CONTENT}/*.md", "react")
+def react_pages(repo: Path, lang: str, site: Path, legacy: bool = False) -> Iterator[tuple[dict[str, object], str]]:
+    """Per react.dev page (reactjs.org page if `legacy`), its newest version in the language and
+    the newest before it with another text (react_dev.VERSIONS, among the newest
+    react_dev.SCANNED), written to `site`."""
+    if legacy:
+        source, until, content = "reactjs.org", react_dev.LEGACY[lang], react_dev.LEGACY_CONTENT
+    else:
+        source, until, content = "react.dev", react_dev.PINNED[lang], react_dev.CONTENT
+    found = versions(repo, until, lang, f"{content}/*.md", "react")
     for orig_path in sorted(found):
         kept: list[str] = []
         for version in list(reversed(found[orig_path]))[: react_dev.SCANNED]:
@@ -187,7 +193,7 @@ def react_pages(repo: Path, lang: str, site: Path) -> Iterator[tuple[dict[str, o
             target = site / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(page)
-            yield _row(path, lang, "react.dev", f"reactjs/{lang}.react.dev", version, page, text), text
+            yield _row(path, lang, source, react_dev.repo_name(lang), version, page, text), text
             if len(kept) == react_dev.VERSIONS:
                 break
 
@@ -246,11 +252,12 @@ def build(repo: Path, out: Path, languages: list[str], pages: int, until: str, r
     rows: list[dict[str, object]] = []
     texts: dict[str, str] = {}
     for lang, react_repo in sorted(react.items()):
-        before = len(rows)
-        for row, text in react_pages(react_repo, lang, out / "site"):
-            rows.append(row)
-            texts[str(row["path"])] = text
-        print(f"{lang}: {len(rows) - before} react.dev pages")
+        for legacy in (False, True) if lang in react_dev.LEGACY else (False,):
+            before = len(rows)
+            for row, text in react_pages(react_repo, lang, out / "site", legacy):
+                rows.append(row)
+                texts[str(row["path"])] = text
+            print(f"{lang}: {len(rows) - before} {'reactjs.org' if legacy else 'react.dev'} pages")
     for lang in languages:
         book, manual = SOURCES[lang]
         found = versions(repo, until, lang, f"external/book/content/book/{book}/v2", "book")
@@ -304,7 +311,8 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="LANG=GIT_DIR",
-        help="a clone of github.com/reactjs/LANG.react.dev for that language (repeatable; multilingual_react_dev.py)",
+        help="a clone of github.com/reactjs/LANG.react.dev for that language, pt-br.react.dev for pt "
+        "(repeatable; multilingual_react_dev.py)",
     )
     return p
 
