@@ -7,9 +7,10 @@ event loop (Scrapy's reactor) awaits them and a plain loop (the import) waits on
 
 - Analysis (extraction and fingerprinting) runs in worker processes (`workers`; 0 runs it in
   a thread here, without crash isolation); a crash there raises `WorkerCrashed` for that page.
-- One writer thread decides what queued while its last batch ran (up to `batch_size` pages) in
-  one transaction (`BatchWriter`); a page's future resolves after its batch committed. With
-  `keep_texts` the batch's texts are stored right after its decision.
+- One writer thread decides what queued while its last batch ran (up to `batch_size` pages,
+  waiting up to `linger` seconds for them) in one transaction (`BatchWriter`); a page's future
+  resolves after its batch committed. With `keep_texts` the batch's texts are stored right
+  after its decision.
 - Outage: once the index cannot be reached, decisions fail at once (IndexUnavailableError)
   instead of each waiting on a server that is down, while a probe pings the index every
   PROBE_EVERY_S seconds; deciding resumes as soon as it answers. An index gone from a server
@@ -58,6 +59,7 @@ class Deduplicator:
         workers: int = 0,
         worker_timeout: float | None = 120.0,
         batch_size: int = 64,
+        linger: float = 0.0,
         on_index_lost: Callable[[], None] | None = None,
     ) -> None:
         if not isinstance(workers, int) or workers < 0:
@@ -68,6 +70,7 @@ class Deduplicator:
         self.workers = workers
         self.worker_timeout = worker_timeout
         self.batch_size = batch_size
+        self.linger = linger
         self.index: Index | None = None
         self.pool: WorkerPool | None = None
         self.writer: BatchWriter[Decision, Match | None] | None = None
@@ -104,7 +107,7 @@ class Deduplicator:
             self._close()
             raise
         if self.index is not None:
-            self.writer = BatchWriter(self._decide, batch_size=self.batch_size)
+            self.writer = BatchWriter(self._decide, batch_size=self.batch_size, linger=self.linger)
         self._opened = True
 
     def close(self) -> Future[int | None]:

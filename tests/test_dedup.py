@@ -94,3 +94,27 @@ def test_a_chunk_brings_back_only_what_the_caller_lacks() -> None:
     assert pages[0].text is None and pages[2].text is None
     assert pages[1].text is not None and TEXTS[0][:200] in pages[1].text
     assert [with_given_text(job, page) for job, page in zip(jobs, pages)] == [analyse(setup, job) for job in jobs]
+
+
+def test_a_lingering_writer_fills_its_batches_and_close_does_not_wait_out_the_linger() -> None:
+    import time
+
+    from simhash_index.index.writer import BatchWriter
+
+    batches: list[list[int]] = []
+
+    def decide(batch: list[int]) -> list[int]:
+        batches.append(list(batch))
+        return [item * 2 for item in batch]
+
+    writer: BatchWriter[int, int] = BatchWriter(decide, batch_size=4, linger=60.0)
+    futures = []
+    for item in range(6):
+        futures.append(writer.submit(item))
+        time.sleep(0.01)  # pages arriving a few at a time
+    assert futures[3].result(timeout=30) == 6  # a full batch goes at once, without the linger
+    writer.close()  # the partial batch is decided now, not a minute later
+    assert [future.result(timeout=0) for future in futures] == [0, 2, 4, 6, 8, 10]
+    assert batches == [[0, 1, 2, 3], [4, 5]]
+    with pytest.raises(ValueError, match="linger"):
+        BatchWriter(decide, linger=-1)

@@ -2,8 +2,10 @@
 
 Under light load a batch is the one page that arrived (no added latency); under heavy
 load pages queue while a batch is being decided, and the next call takes up to
-`batch_size` of them at once. Each submitted page gets a Future, resolved only after its
-batch's decision returned (on the index, after its commit).
+`batch_size` of them at once. With `linger`, a batch short of `batch_size` waits up to that
+many seconds for more pages: fewer, fuller transactions for a bulk import, whose pages
+arrive a few at a time. Each submitted page gets a Future, resolved only after its batch's
+decision returned (on the index, after its commit).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Generic, TypeVar
@@ -25,10 +28,15 @@ _CLOSE = object()
 class BatchWriter(Generic[Item, Answer]):
     """Calls `decide(batch) -> answers` (one answer per item, in order) on a thread of its own."""
 
-    def __init__(self, decide: Callable[[Sequence[Item]], Sequence[Answer]], *, batch_size: int = 64) -> None:
+    def __init__(
+        self, decide: Callable[[Sequence[Item]], Sequence[Answer]], *, batch_size: int = 64, linger: float = 0.0
+    ) -> None:
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        if linger < 0:
+            raise ValueError(f"linger must be 0 or more seconds; got {linger!r}")
         self.batch_size = batch_size
+        self.linger = linger
         self.batches = 0  # decide() calls made
         self._decide = decide
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
@@ -51,9 +59,11 @@ class BatchWriter(Generic[Item, Answer]):
                 return
             batch = [first]
             closing = False
+            until = time.monotonic() + self.linger
             while len(batch) < self.batch_size:
+                remaining = until - time.monotonic()
                 try:
-                    more = self._queue.get_nowait()
+                    more = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if more is _CLOSE:
