@@ -14,6 +14,8 @@ import xxhash
 
 from simhash_index import Signature, SimhashIndex, hamming
 
+pytestmark = pytest.mark.early
+
 PROCESSES = 4
 ROUNDS = 3
 GROUPS = 30

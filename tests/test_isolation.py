@@ -8,11 +8,14 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from crawling import crawl
 from sites import Delay, build_cluster_site, english_article, page, serve
 from test_reliability import start_crawl
 
 from simhash_index import SimhashIndex
+
+pytestmark = pytest.mark.early
 
 
 def children(pid: int) -> list[int]:

@@ -28,6 +28,8 @@ from sites import Delay, build_cluster_site, serve
 from sqlalchemy import create_engine, text
 from test_reliability import decided, start_crawl
 
+pytestmark = pytest.mark.early
+
 
 @dataclass
 class Cluster:
@@ -133,7 +135,7 @@ def server() -> Iterator[Cluster]:
 def cluster(server: Cluster) -> Iterator[Cluster]:
     """The module's server, its URL on a fresh database; running and thawed again afterwards."""
     database = f"test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{server.port}/postgres", isolation_level="AUTOCOMMIT")
+    admin = create_engine(server.url.replace("postgresql:", "postgresql+psycopg:"), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{database}"'))

@@ -18,6 +18,8 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from simhash_index.index.sql.engine import parse_url
 
+pytestmark = pytest.mark.early
+
 
 def start_crawl(start_url: str, db_url: str, log: Path, *settings: str) -> subprocess.Popen:
     command = [
