@@ -35,6 +35,13 @@ def pytest_configure(config: pytest.Config) -> None:
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `early` (crawls and process races of many seconds) first: xdist's worksteal
+    hands each worker a contiguous share and steals from the end, so a long test collected last
+    would run alone at the end of the run."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)
+
+
 def open_stats(crawler: Crawler) -> None:
     """Open a test crawler's stats, as its engine would: Scrapy < 2.14 takes the spider (there is
     none here), later ones deprecate the argument."""

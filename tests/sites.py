@@ -302,12 +302,20 @@ def build_site(root: Path) -> dict:
     return {"clusters": clusters, "singles": singles}
 
 
+class Delay:
+    """Seconds before each response, so a crawl can be interrupted mid-way; a test may change
+    them while the site is served (to finish quickly once the interruption is over)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    delay = 0.0  # seconds before each response, so a crawl can be interrupted mid-way
+    delay = Delay(0.0)
 
     def do_GET(self) -> None:
-        if self.delay:
-            time.sleep(self.delay)
+        if self.delay.seconds:
+            time.sleep(self.delay.seconds)
         super().do_GET()
 
     def log_message(self, format: str, *args: object) -> None:
@@ -320,9 +328,10 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 @contextmanager
-def serve(root: Path, delay: float = 0.0) -> Iterator[str]:
+def serve(root: Path, delay: float | Delay = 0.0) -> Iterator[str]:
     """Serve root on 127.0.0.1 on a free port, each response after `delay` s; yields the base URL."""
-    handler = functools.partial(type("Handler", (_QuietHandler,), {"delay": delay}), directory=str(root))
+    pace = delay if isinstance(delay, Delay) else Delay(delay)
+    handler = functools.partial(type("Handler", (_QuietHandler,), {"delay": pace}), directory=str(root))
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -14,6 +14,8 @@ import xxhash
 
 from simhash_index import Signature, SimhashIndex, hamming
 
+pytestmark = pytest.mark.early
+
 PROCESSES = 4
 ROUNDS = 3
 GROUPS = 30
@@ -77,8 +79,12 @@ def open_fresh(urls: list[str], barrier, results) -> None:
 
 
 def run_workers(target, per_worker: list, expected_reports: int) -> list[tuple[int, str, object]]:
-    """Start one spawned process per argument list, together; every report they put, once all are in."""
-    context = multiprocessing.get_context("spawn")
+    """Start one process per argument list, together; every report they put, once all are in."""
+    context = multiprocessing.get_context("forkserver")
+    # Each worker is forked from a fresh interpreter that imported this module once (per pytest
+    # process), not spawned to import it again: the same clean process, connections its own,
+    # seconds sooner.
+    context.set_forkserver_preload([__name__])
     barrier = context.Barrier(len(per_worker))
     results = context.Queue()
     workers = [context.Process(target=target, args=(args, barrier, results)) for args in per_worker]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from crawling import crawl
-from sites import english_article, page, serve
+import pytest
+from crawling import CrawlResult, crawl
+from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
 
@@ -54,22 +57,40 @@ def test_crawl_drops_near_duplicates_and_recrawl_keeps_decisions(site, db_url: s
     assert second.stat("simhash/dropped") == first.stat("simhash/dropped")
 
 
-def test_crawl_breadth_first_keeps_one_per_cluster(site, sqlite_url: str, tmp_path: Path) -> None:
-    base, info = site
-    result = crawl(
-        f"{base}/index.html",
-        sqlite_url,
-        tmp_path / "bfs",
-        "DEPTH_PRIORITY=1",
-        "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
-        "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
-    )
-    _check_dedup(base, info, result, sqlite_url)
+@dataclass
+class SharedCrawl:
+    base: str
+    info: dict
+    db: Path
+    result: CrawlResult
 
 
-def test_log_lines_never_carry_page_bodies(site, sqlite_url: str, tmp_path: Path) -> None:
-    base, _ = site
-    result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "log", "LOG_LEVEL=DEBUG")
+@pytest.fixture(scope="module")
+def shared_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCrawl]:
+    """One crawl of the test site that several tests read (a crawl costs seconds): breadth-first,
+    at DEBUG level, into an SQLite file in folders not made yet (the README's example)."""
+    tmp_path = tmp_path_factory.mktemp("shared")
+    info = build_site(tmp_path / "site")
+    db = tmp_path / "new" / "folder" / "db.sqlite"
+    with serve(tmp_path / "site") as base:
+        result = crawl(
+            f"{base}/index.html",
+            f"sqlite:///{db}",
+            tmp_path / "bfs",
+            "DEPTH_PRIORITY=1",
+            "SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleFifoDiskQueue",
+            "SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue",
+            "LOG_LEVEL=DEBUG",
+        )
+    yield SharedCrawl(base, info, db, result)
+
+
+def test_crawl_breadth_first_keeps_one_per_cluster(shared_crawl: SharedCrawl) -> None:
+    _check_dedup(shared_crawl.base, shared_crawl.info, shared_crawl.result, f"sqlite:///{shared_crawl.db}")
+
+
+def test_log_lines_never_carry_page_bodies(shared_crawl: SharedCrawl) -> None:
+    result = shared_crawl.result
     assert result.returncode == 0
     assert "Scraped from" in result.log and "near-duplicate of" in result.log
     assert "<p>" not in result.log  # no HTML body in any line
@@ -109,13 +130,11 @@ def test_a_bad_setting_is_one_error_line_and_exit_status_1(tmp_path: Path, sqlit
     assert errors == [errors[0]] and "SIMHASH_MAX_DISTANCE must be from 0 to 7; got 8" in errors[0]
 
 
-def test_a_missing_folder_is_created_and_an_unusable_index_exits_1(site, tmp_path: Path) -> None:
-    base, _ = site
-    db = tmp_path / "new" / "folder" / "db.sqlite"  # the README's example, with a folder not made yet
-    created = crawl(f"{base}/index.html", f"sqlite:///{db}", tmp_path / "run")
-    assert created.returncode == 0 and db.is_file() and created.stat("simhash/kept") > 0
+def test_a_missing_folder_is_created_and_an_unusable_index_exits_1(shared_crawl: SharedCrawl, tmp_path: Path) -> None:
+    created = shared_crawl.result
+    assert created.returncode == 0 and shared_crawl.db.is_file() and created.stat("simhash/kept") > 0
     (tmp_path / "file").write_text("a file where a folder should be")
-    blocked = crawl(f"{base}/index.html", f"sqlite:///{tmp_path / 'file' / 'db.sqlite'}", tmp_path / "run")
+    blocked = crawl(f"{shared_crawl.base}/index.html", f"sqlite:///{tmp_path / 'file' / 'db.sqlite'}", tmp_path / "run")
     assert blocked.returncode == 1, blocked.log[-2000:]
     assert "Traceback" not in blocked.log
     assert "cannot open the index" in blocked.log and "'finish_reason': 'simhash_index_unavailable'" in blocked.log

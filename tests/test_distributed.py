@@ -17,6 +17,8 @@ from test_reliability import assert_consistent, start_crawl
 
 from simhash_index import SimhashIndex
 
+pytestmark = pytest.mark.early
+
 CRAWLERS = 2
 CRAWL_LIMIT_S = 60  # each crawl; alone, one crawler needs about 8 s for this site
 

@@ -8,11 +8,14 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from crawling import crawl
-from sites import build_cluster_site, english_article, page, serve
+from sites import Delay, build_cluster_site, english_article, page, serve
 from test_reliability import start_crawl
 
 from simhash_index import SimhashIndex
+
+pytestmark = pytest.mark.early
 
 
 def children(pid: int) -> list[int]:
@@ -61,7 +64,8 @@ def test_a_worker_killed_mid_page_costs_that_page_only(tmp_path: Path, sqlite_ur
         "<html><body>" + "".join(f'<a href="/{p}">{p}</a> ' for p in paths) + "</body></html>"
     )
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve(root, delay=0.4) as base:  # a crawl long enough for three kills on a fast machine too
+    pace = Delay(0.4)  # a crawl long enough for three kills on a fast machine too; then quick
+    with serve(root, delay=pace) as base:
         process = start_crawl(
             f"{base}/index.html",
             sqlite_url,
@@ -79,6 +83,7 @@ def test_a_worker_killed_mid_page_costs_that_page_only(tmp_path: Path, sqlite_ur
             if fresh and started:
                 os.kill(fresh[0], signal.SIGKILL)
                 killed.add(fresh[0])
+        pace.seconds = 0
         _, stderr = process.communicate(timeout=300)
     text = log.read_text()
     assert process.returncode == 0, text[-3000:] + stderr[-2000:]
@@ -97,7 +102,7 @@ def test_a_worker_killed_mid_page_costs_that_page_only(tmp_path: Path, sqlite_ur
 
 def test_a_concurrent_crawl_accounts_for_every_page(tmp_path: Path, db_url: str) -> None:
     root = tmp_path / "site"
-    info = build_cluster_site(root, clusters=30, members=5, indexes=1)
+    info = build_cluster_site(root, clusters=12, members=5, indexes=1)
     with serve(root) as base:
         result = crawl(
             f"{base}/{info['indexes'][0]}",

@@ -1,6 +1,7 @@
 """The index's database going away mid-crawl, on a throwaway PostgreSQL cluster we stop and start.
 
-The cluster lives under a temp dir on its own port, so the shared server is never touched.
+The cluster lives under a temp dir on its own port, so the shared server is never touched; the
+module's tests share it (initdb takes seconds), each on a fresh database of its own.
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 from conftest import REQUIRE_ENV
 from crawling import CrawlResult
-from sites import build_cluster_site, serve
+from sites import Delay, build_cluster_site, serve
+from sqlalchemy import create_engine, text
 from test_reliability import decided, start_crawl
+
+pytestmark = pytest.mark.early
 
 
 @dataclass
@@ -31,18 +36,22 @@ class Cluster:
     bin_dir: Path
     data: Path
     port: int
+    database: str = "postgres"
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres:s3cret@127.0.0.1:{self.port}/postgres"
+        return f"postgresql://postgres:s3cret@127.0.0.1:{self.port}/{self.database}"
 
-    def ctl(self, *args: str) -> None:
-        subprocess.run(
+    def ctl(self, *args: str, check: bool = True) -> int:
+        return subprocess.run(
             ["runuser", "-u", "postgres", "--", str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *args],
-            check=True,
+            check=check,
             capture_output=True,
             timeout=60,
-        )
+        ).returncode
+
+    def running(self) -> bool:
+        return self.ctl("status", check=False) == 0
 
     def start(self) -> None:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.data}"
@@ -90,8 +99,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
+@pytest.fixture(scope="module")
+def server() -> Iterator[Cluster]:
     bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not bins or os.geteuid() != 0 or not shutil.which("runuser"):
         message = "needs PostgreSQL's initdb and root (to run it as the postgres user)"
@@ -120,6 +129,25 @@ def cluster() -> Iterator[Cluster]:
             timeout=60,
         )
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(server: Cluster) -> Iterator[Cluster]:
+    """The module's server, its URL on a fresh database; running and thawed again afterwards."""
+    database = f"test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(server.url.replace("postgresql:", "postgresql+psycopg:"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{database}"'))
+    finally:
+        admin.dispose()
+    try:
+        yield replace(server, database=database)
+    finally:
+        if server.running():
+            server.thaw()
+        else:
+            server.start()
 
 
 def _result(process, log: Path, feed: Path) -> CrawlResult:
@@ -158,11 +186,13 @@ def _crawl_through_an_outage(
     cluster: Cluster, tmp_path: Path, interrupt: Callable[[Path], None], *settings: str
 ) -> tuple[CrawlResult, int, int]:
     """A crawl with SIMHASH_ON_DB_ERROR=pass, `interrupt(log)` run once pages are being decided:
-    the result, the pages the site has, and the decisions stored when the interruption was over."""
+    the result, the pages the site has, and the decisions stored when the interruption was over.
+    The site is slow until the crawl decides pages again, so that pages are left once it is back."""
     root = tmp_path / "site"
     info = build_cluster_site(root, clusters=25, members=4, indexes=1)
     feed, log = tmp_path / "kept.jsonl", tmp_path / "crawl.log"
-    with serve(root, delay=0.3) as base:  # slow enough that pages are left to decide once it is back
+    pace = Delay(0.3)
+    with serve(root, delay=pace) as base:
         crawl = start_crawl(
             f"{base}/{info['indexes'][0]}",
             cluster.url,
@@ -175,6 +205,8 @@ def _crawl_through_an_outage(
         _wait_for_decisions(cluster.url, 8)
         interrupt(log)
         before = decided(cluster.url)
+        _wait_for_decisions(cluster.url, before + 1)  # deduplicating again once the database is back
+        pace.seconds = 0
         result = _result(crawl, log, feed)
     return result, sum(len(c) for c in info["clusters"]) + 1, before
 

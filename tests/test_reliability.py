@@ -18,6 +18,8 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from simhash_index.index.sql.engine import parse_url
 
+pytestmark = pytest.mark.early
+
 
 def start_crawl(start_url: str, db_url: str, log: Path, *settings: str) -> subprocess.Popen:
     command = [
@@ -92,7 +94,7 @@ def finish(processes: list[subprocess.Popen], logs: list[Path]) -> None:
         assert "finish_reason': 'finished'" in content
 
 
-@pytest.mark.parametrize(("backend", "crawlers", "rounds"), [("postgres", 4, 3), ("sqlite", 2, 2)])
+@pytest.mark.parametrize(("backend", "crawlers", "rounds"), [("postgres", 4, 2), ("sqlite", 2, 2)])
 def test_many_crawlers_share_one_index(backend: str, crawlers: int, rounds: int, request, tmp_path: Path) -> None:
     root = tmp_path / "site"
     info = build_cluster_site(root, clusters=12, members=4, indexes=crawlers)
