@@ -69,6 +69,7 @@ _TITLE = re.compile(r"^title:\s*(.+)$", re.M)
 _SKIPPED = re.compile(r"(/_index\.html|/ch00/)")  # listings, and the book's anchor redirects
 _SCRIPTS = {"ja": "\u3040-\u30ff", "ko": "\uac00-\ud7af", "ru": "\u0400-\u04ff", "uk": "\u0400-\u04ff"}
 _WORD = re.compile(r"\w+")
+_OTHER_LOCALE = re.compile(r"\.[a-z]{2}-[A-Z]{2}\.md$")  # conferences.it-IT.md: another language's page
 _UNSAFE = re.compile(r"[?#%&]")  # not in a corpus path: score.py reads a plain line's ? and # as URL parts
 TEMPLATE = """<!DOCTYPE html>
 <html lang="{lang}">
@@ -181,7 +182,7 @@ def react_pages(repo: Path, lang: str, site: Path, legacy: bool = False) -> Iter
     else:
         source, until, content = "react.dev", react_dev.PINNED[lang], react_dev.CONTENT
     found = versions(repo, until, lang, f"{content}/*.md", "react")
-    for orig_path in sorted(found):
+    for orig_path in sorted(path for path in found if not _OTHER_LOCALE.search(path)):
         kept: list[str] = []
         for version in list(reversed(found[orig_path]))[: react_dev.SCANNED]:
             page = react_dev.render(git(repo, "cat-file", "blob", version.blob), lang).encode("utf-8")
