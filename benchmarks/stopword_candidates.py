@@ -4,7 +4,7 @@
         [--candidate NAME ...] [--distance 3,6] [--salts 10]
 
 A candidate (docs/accuracy.md, "Portuguese's collisions and the default"):
-- defaults; language: Fingerprinter(stopwords="language");
+- defaults; language: Fingerprinter(stopwords="language"); union-50 is Fingerprinter(stopwords="common");
 - union-N: the built-in lists and the N commonest letter-only words (wordfreq's `small` tables) of
   each of COMMON_LANGUAGES, left out of every page;
 - union-N-xW: those words kept at weight W (`word_weights`) instead;
@@ -29,25 +29,19 @@ import numpy as np
 
 from benchmarks import selectivity as sel
 from benchmarks._common import EVAL
+from benchmarks.common_words import LANGUAGES
+from benchmarks.common_words import common_words as _common_words
 from simhash_index.fingerprinting.fingerprinter import Fingerprinter
 from simhash_index.fingerprinting.simhash import simhash
 from simhash_index.text import languages, stopwords, tokens
 
-COMMON_LANGUAGES = ("de", "es", "fr", "pl", "pt", "ru", "uk")
+COMMON_LANGUAGES = LANGUAGES
 DEFAULT_CANDIDATES = ["defaults", "language", "union-100", "union-50", "union-25", "union-100-x0.1", "gated-50"]
 
 
-def common_words(count: int, langs: Sequence[str] = COMMON_LANGUAGES) -> frozenset[str]:
-    """The `count` commonest letter-only words of each language (wordfreq's `small` tables), normalised."""
-    import wordfreq
-
-    words: set[str] = set()
-    for lang in langs:
-        for word in wordfreq.top_n_list(lang, count, "small"):
-            word = tokens.normalize(word)
-            if word.isalpha() and not tokens.is_cjk_text(word):
-                words.add(word)
-    return frozenset(words)
+def common_words(count: int) -> frozenset[str]:
+    """The `count` commonest letter-only words of each of COMMON_LANGUAGES, normalised."""
+    return frozenset(word for words in _common_words(count, COMMON_LANGUAGES).values() for word in words)
 
 
 def _english_or_cjk(text: str) -> bool:
