@@ -12,6 +12,7 @@ from simhash_index import Fingerprinter, bit_similarity, hamming, load_word_weig
 from simhash_index.fingerprinting.sketch import estimate_jaccard
 from simhash_index.text.extract import ExtractOptions
 from simhash_index.text.stopwords import CHINESE, ENGLISH
+from simhash_index.text.stopwords import COMMON as STOP_COMMON
 
 DEFAULT = Fingerprinter()
 # the settings of 0.1's defaults, and the scheme string an index built by 0.1 recorded
@@ -95,6 +96,28 @@ def test_stop_words_by_name():
     assert "the" in Fingerprinter(stopwords="Chinese").features("the cat 的 猫")
     assert Fingerprinter(stopwords="chinese").scheme == Fingerprinter(stopwords=CHINESE).scheme
     assert " stop=english " in Fingerprinter(stopwords="english").scheme
+
+
+def test_common_words_leave_out_the_function_words_of_seven_languages():
+    common = Fingerprinter(stopwords="common")
+    text = "O servidor guarda cada página em uma base de dados antes de compará-la com as outras."
+    content = {"servidor", "guarda", "cada", "página", "base", "dados", "antes", "compará", "outras"}
+    assert set(common.features(text)) == content
+    assert set(DEFAULT.features(text)) == content | {"o", "em", "uma", "de", "la", "com"}
+    for text in ("Der Server speichert jede Seite in der Datenbank.", "Сервер сохраняет каждую страницу в базе."):
+        assert len(common.features(text)) < len(DEFAULT.features(text))
+    # English and Chinese function words go as with the defaults; no language is identified
+    assert not {"the", "的"} & set(common.features("the cat 的 猫"))
+    assert common.scheme != DEFAULT.scheme and " stop=builtin+common:" in common.scheme
+
+
+def test_the_common_words_file_is_what_its_script_writes():
+    pytest.importorskip("wordfreq")
+    from benchmarks import common_words
+
+    assert common_words.OUT.read_text(encoding="utf-8") == common_words.render()
+    words = {word for words in common_words.common_words().values() for word in words}
+    assert words | ENGLISH | CHINESE == STOP_COMMON
 
 
 @pytest.mark.parametrize("name", ["englsh", "en", "", "the"])
@@ -247,7 +270,14 @@ def test_the_defaults_changed_the_scheme():
 
 @pytest.mark.parametrize(
     "settings",
-    [{"numbers": "keep"}, {"numbers": "drop"}, {"top_k": 64}, {"stopwords": "english"}, {"tf_power": 1.0}],
+    [
+        {"numbers": "keep"},
+        {"numbers": "drop"},
+        {"top_k": 64},
+        {"stopwords": "english"},
+        {"stopwords": "common"},
+        {"tf_power": 1.0},
+    ],
 )
 def test_every_option_is_in_the_scheme(settings):
     assert Fingerprinter(**settings).scheme != DEFAULT.scheme

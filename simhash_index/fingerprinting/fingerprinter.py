@@ -87,8 +87,10 @@ class Fingerprinter:
     normalization: Unicode form applied first (None to skip); casefold: fold case.
     tokenizer: "auto" (jieba where there is Chinese), "jieba", "words", "bigrams", or a callable.
     stopwords: True for the built-in English and Chinese lists, "english" or "chinese" for one
-      of them, "language" for those and the stop words of each text's identified language
-      (text.languages; needs the `languages` extra), False, or your own collection of words.
+      of them, "common" for both and the 50 commonest words of de, es, fr, pl, pt, ru and uk on
+      every page (stopwords.COMMON), "language" for the built-in lists and the stop words of each
+      text's identified language (text.languages; needs the `languages` extra), False, or your
+      own collection of words.
       With "language" and tokenizer "auto", Japanese and Korean texts are cut into "bigrams".
     numbers: "shape" (a dot or comma between digits joins them, and every digit counts as 0:
       1.7.4 and 2.0.1 are one feature, so a version or date bump does not move the fingerprint),
@@ -300,6 +302,8 @@ _STOP_NAMES = {
     _stopwords.ALL: "builtin",
     _stopwords.ENGLISH: "english",
     _stopwords.CHINESE: "chinese",
+    # named by its words' digest too, so a regenerated list changes the scheme
+    _stopwords.COMMON: f"builtin+common:{xxhash.xxh64_hexdigest(' '.join(sorted(_stopwords.COMMON)).encode())}",
 }
 
 

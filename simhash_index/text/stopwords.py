@@ -1,8 +1,10 @@
-"""Stop words: the commonest function words of English and Chinese.
+"""Stop words: the commonest function words of English and Chinese, and (`COMMON`) of seven more languages.
 
 Short on purpose: these words say nothing about what a page is about, and
 dropping them keeps boilerplate phrases from dominating a fingerprint.
 """
+
+from pathlib import Path
 
 
 def _words(text: str) -> frozenset[str]:
@@ -31,12 +33,24 @@ CHINESE = _words(
 
 ALL = ENGLISH | CHINESE
 
+
+def _common_words() -> frozenset[str]:
+    """The words of common_words.txt: the 50 commonest of de, es, fr, pl, pt, ru and uk in wordfreq's
+    tables (benchmarks/common_words.py writes it, so an install needs no wordfreq)."""
+    lines = Path(__file__).with_name("common_words.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(word for line in lines if line and not line.startswith("#") for word in line.split()[1:])
+
+
+# the built-in lists and the common words of seven European languages on every page, no language
+# identification (docs/accuracy.md, "Portuguese's collisions and the default")
+COMMON = ALL | _common_words()
+
 # names a Fingerprinter's `stopwords` accepts, and how its scheme records them
-BY_NAME = {"english": ENGLISH, "chinese": CHINESE}
+BY_NAME = {"english": ENGLISH, "chinese": CHINESE, "common": COMMON}
 
 
 def by_name(name: str) -> frozenset[str]:
-    """A built-in list by name ("english" or "chinese")."""
+    """A built-in list by name ("english", "chinese" or "common")."""
     try:
         return BY_NAME[name.strip().lower()]
     except KeyError:
