@@ -104,7 +104,7 @@ def new_index(backend: str, folder: Path, postgres: str) -> Iterator[str]:
             yield url
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=Path, default=EVAL / "extracted_text.jsonl.gz", help="the texts (jsonl.gz)")
     parser.add_argument("--copies", type=int, default=3, help="times each text is imported (default 3)")
@@ -113,7 +113,11 @@ def main() -> None:
     parser.add_argument("--backend", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     parser.add_argument("--workers", type=int, help="the import's --workers (default: one per CPU)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     if not args.texts.exists():
         raise SystemExit(f"{args.texts} not found: give the evaluation corpus's extracted texts with --texts")
     corpus_pages = pages(corpus_texts(args.texts), copies=args.copies, count=args.pages, chars=args.chars)
