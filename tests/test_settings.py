@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import open_stats
-from driving import process, start, stop
 from crawling import REPO, crawl
+from driving import process, start, stop
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 from sites import edit_words, english_article, page
