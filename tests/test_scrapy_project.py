@@ -4,10 +4,11 @@ the skip middleware, the progress line, a quiet log, the exit status, saved site
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crawling import crawl, user_project
+from crawling import CrawlResult, crawl, user_project
 from scrapy.settings import Settings
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
@@ -182,9 +183,34 @@ def test_the_skip_middleware_without_the_pipeline_says_so(site, tmp_path: Path, 
 # -- the `site` project's log ------------------------------------------------------------
 
 
-def test_the_site_log_is_one_line_per_drop_and_no_line_per_page(site, tmp_path: Path, sqlite_url: str) -> None:
-    base, info = site
-    result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run")
+@dataclass
+class SiteCrawls:
+    """Two crawls of the test site (tests/sites.py) into new SQLite files, read by several tests."""
+
+    info: dict
+    progress: CrawlResult  # progress lines every 0.2 s, from a slow server; the URL given with -s
+    quiet: CrawlResult  # LOGSTATS_INTERVAL=0 (no progress lines); SIMHASH_DATABASE_URL from the environment
+    quiet_db: Path
+
+
+@pytest.fixture(scope="module")
+def site_crawls(tmp_path_factory: pytest.TempPathFactory) -> SiteCrawls:
+    """A crawl costs seconds: one with progress lines and one without, instead of one per test."""
+    tmp_path = tmp_path_factory.mktemp("site-crawls")
+    root = tmp_path / "site"
+    info = build_site(root)
+    with serve(root, delay=0.05) as base:  # slow enough for several progress lines
+        db = f"sqlite:///{tmp_path / 'progress.db'}"
+        progress = crawl(f"{base}/index.html", db, tmp_path / "run", "LOGSTATS_INTERVAL=0.2")
+    quiet_db = tmp_path / "from-env.db"
+    with serve(root) as base:
+        env = {"SIMHASH_DATABASE_URL": f"sqlite:///{quiet_db}"}
+        quiet = crawl(f"{base}/index.html", None, tmp_path / "quiet", "LOGSTATS_INTERVAL=0", env=env)
+    return SiteCrawls(info, progress, quiet, quiet_db)
+
+
+def test_the_site_log_is_one_line_per_drop_and_no_line_per_page(site_crawls: SiteCrawls) -> None:
+    info, result = site_crawls.info, site_crawls.progress
     assert result.returncode == 0, result.log[-2000:]
     lines = result.log.splitlines()
     assert not [line for line in lines if " DEBUG: " in line]
@@ -198,20 +224,23 @@ def test_the_site_log_is_one_line_per_drop_and_no_line_per_page(site, tmp_path: 
     assert len(summary) == 1 and f"{dropped_count(info)} dropped" in summary[0]
 
 
-def test_the_progress_line_counts_drops(tmp_path: Path, sqlite_url: str) -> None:
-    root = tmp_path / "site"
-    info = build_site(root)
-    with serve(root, delay=0.05) as base:  # slow enough for several progress lines
-        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run", "LOGSTATS_INTERVAL=0.2")
-        quiet = crawl(f"{base}/index.html", sqlite_url, tmp_path / "quiet", "LOGSTATS_INTERVAL=0")
+def test_the_progress_line_counts_drops(site_crawls: SiteCrawls) -> None:
+    result, quiet = site_crawls.progress, site_crawls.quiet
     assert result.returncode == 0, result.log[-2000:]
     progress = [line for line in result.log.splitlines() if "simhash: checked " in line]
     assert progress, result.log[-3000:]
     counts = [re.search(r"checked (\d+) pages \(at \d+ pages/min\), dropped (\d+) \(at", line) for line in progress]
     assert all(counts) and all(int(m.group(2)) <= int(m.group(1)) for m in counts if m)
-    assert int(counts[-1].group(2)) <= dropped_count(info)
+    assert int(counts[-1].group(2)) <= dropped_count(site_crawls.info)
     assert quiet.returncode == 0 and quiet.stat("simhash/kept") > 0
     assert "simhash: checked " not in quiet.log and "SimhashLogStats" not in quiet.log
+
+
+def test_the_site_project_reads_the_database_url_from_the_environment(site_crawls: SiteCrawls) -> None:
+    info, result = site_crawls.info, site_crawls.quiet
+    assert result.returncode == 0, result.log[-2000:]
+    with SimhashIndex(f"sqlite:///{site_crawls.quiet_db}", scheme=None) as index:
+        assert len(index) == result.stat("simhash/kept") == len(info["singles"]) + len(info["clusters"])
 
 
 def test_a_directory_listing_never_reaches_the_log(tmp_path: Path, sqlite_url: str) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from conftest import open_stats
-from driving import process, start, stop
 from crawling import REPO, crawl
+from driving import process, start, stop
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
-from sites import build_site, edit_words, english_article, page, serve
+from sites import edit_words, english_article, page
 
 from simhash_index import Fingerprinter, SimhashIndex
 from simhash_index.scrapy.failures import StartupError, layout_hint, scheme_difference
@@ -280,17 +280,6 @@ def test_database_url_from_the_environment(tmp_path: Path, monkeypatch: pytest.M
     assert SimhashDedupPipeline.from_crawler(crawler).settings.database_url == from_env
     given = get_crawler(settings_dict={"SIMHASH_WORKERS": 0, "SIMHASH_DATABASE_URL": "sqlite:///given.db"})
     assert SimhashDedupPipeline.from_crawler(given).settings.database_url == "sqlite:///given.db"  # the setting wins
-
-
-def test_the_site_project_reads_the_database_url_from_the_environment(tmp_path: Path) -> None:
-    root = tmp_path / "site"
-    info = build_site(root)
-    db = tmp_path / "from-env.db"
-    with serve(root) as base:
-        result = crawl(f"{base}/index.html", None, tmp_path / "run", env={"SIMHASH_DATABASE_URL": f"sqlite:///{db}"})
-    assert result.returncode == 0, result.log[-2000:]
-    with SimhashIndex(f"sqlite:///{db}", scheme=None) as index:
-        assert len(index) == result.stat("simhash/kept") == len(info["singles"]) + len(info["clusters"])
 
 
 # -- settings that change an existing index: refused before the crawl starts --------

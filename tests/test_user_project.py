@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crawling import REPO, crawl, user_project
+from crawling import REPO, CrawlResult, crawl, user_project
 from sites import build_site, serve
 
 from simhash_index import SimhashIndex
@@ -36,35 +37,49 @@ def readme_block(marker: str) -> str:
     return block.group(1)
 
 
-@pytest.mark.parametrize("marker", ["pipeline-settings", "pipeline-settings-explicit"])
-def test_readme_settings_work_in_a_new_project(tmp_path: Path, sqlite_url: str, marker: str) -> None:
+@dataclass
+class ReadmeCrawl:
+    base: str
+    cluster: list[str]
+    project: Path
+    db_url: str
+    result: CrawlResult
+
+
+@pytest.fixture(scope="module", params=["pipeline-settings", "pipeline-settings-explicit"])
+def readme_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ReadmeCrawl:
+    """A new project set up with one of the README's settings blocks and its DroppedPages
+    extension, crawling the site's first cluster: one crawl read by several tests."""
+    tmp_path = tmp_path_factory.mktemp("readme")
     root = tmp_path / "site"
-    info = build_site(root)
-    cluster = info["clusters"][0]
+    cluster = build_site(root)["clusters"][0]
+    db_url = f"sqlite:///{tmp_path / 'simhash.db'}"
+    extension = 'EXTENSIONS = {**globals().get("EXTENSIONS", {}), "myproject.extensions.DroppedPages": 500}\n'
     with serve(root) as base:
-        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), readme_block(marker))
-        result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+        project = user_project(
+            tmp_path, SPIDER.format(paths=cluster, base=base), readme_block(request.param) + extension
+        )
+        (project / "myproject" / "extensions.py").write_text(readme_block("dropped-extension"), encoding="utf-8")
+        result = crawl("", db_url, tmp_path / "out", cwd=project, spider="pages")
+    return ReadmeCrawl(base, cluster, project, db_url, result)
+
+
+def test_readme_settings_work_in_a_new_project(readme_crawl: ReadmeCrawl) -> None:
+    base, cluster, result = readme_crawl.base, readme_crawl.cluster, readme_crawl.result
     assert result.returncode == 0, result.log[-2000:]
     assert "Traceback" not in result.log
     assert "SimhashDedupPipeline" in result.log and "SimhashLogStats" in result.log
     assert "<p>" not in result.log  # the log formatter is on
     assert len(result.kept) == 1
-    with SimhashIndex(sqlite_url, scheme=None) as index:
+    with SimhashIndex(readme_crawl.db_url, scheme=None) as index:
         dropped = {d.key for d in index.duplicates()}
     assert dropped == {f"{base}/{p}" for p in cluster} - {result.kept[0]["url"]}
 
 
-def test_readme_dropped_pages_extension(tmp_path: Path, sqlite_url: str) -> None:
-    root = tmp_path / "site"
-    info = build_site(root)
-    cluster = info["clusters"][0]
-    settings = readme_block("pipeline-settings") + 'EXTENSIONS = {"myproject.extensions.DroppedPages": 500}\n'
-    with serve(root) as base:
-        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), settings)
-        (project / "myproject" / "extensions.py").write_text(readme_block("dropped-extension"), encoding="utf-8")
-        result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
+def test_readme_dropped_pages_extension(readme_crawl: ReadmeCrawl) -> None:
+    base, cluster, result = readme_crawl.base, readme_crawl.cluster, readme_crawl.result
     assert result.returncode == 0, result.log[-2000:]
-    records = [json.loads(line) for line in (project / "dropped.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (readme_crawl.project / "dropped.jsonl").read_text().splitlines()]
     kept = result.kept[0]["url"]
     assert sorted(r["url"] for r in records) == sorted(f"{base}/{p}" for p in cluster if f"{base}/{p}" != kept)
     assert all(r["duplicate_of"] == kept and (r["similarity"] is None or r["similarity"] >= 0.88) for r in records)
