@@ -1,6 +1,6 @@
 """Import speed: `simhash-index import` of pre-extracted texts against fingerprinting them in one process.
 
-    python -m benchmarks.import_speed [--texts PATH] [--copies 3] [--pages N [--chars N]]
+    python -m benchmarks.import_speed [--texts PATH] [--copies 3] [--pages N [--chars N]] [--rounds 3]
                                       [--backend sqlite postgres] [--postgres-url URL] [--workers N]
 
 The texts are the evaluation corpus's extracted texts (extracted_text.jsonl.gz in _common.EVAL), each
@@ -28,6 +28,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -113,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     parser.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     parser.add_argument("--workers", type=int, help="the import's --workers (default: one per CPU)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, each backend in turn; medians (default 3)")
     return parser
 
 
@@ -123,31 +125,43 @@ def main() -> None:
     corpus_pages = pages(corpus_texts(args.texts), copies=args.copies, count=args.pages, chars=args.chars)
     print(machine())
     print(f"{len(corpus_pages):,} pages, {sum(len(text) for _, text in corpus_pages) / 1e6:.1f} M characters")
-    rows = []
+    runs: dict[str, list[tuple[float, float, float, float]]] = {backend: [] for backend in args.backend}
+    said: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="simhash-import-speed-") as folder:
         corpus = Path(folder) / "pages.jsonl"
         with corpus.open("w", encoding="utf-8") as out:
             for url, text in corpus_pages:
                 out.write(json.dumps({"url": url, "text": text}) + "\n")
-        for backend in args.backend:
-            fingerprint, fingerprint_cpu = fingerprint_seconds([text for _, text in corpus_pages])
-            with new_index(backend, Path(folder), args.postgres_url) as db:
-                imported, imported_cpu, counts = import_seconds(db, corpus, args.workers)
-            rows.append(
-                [
-                    backend,
-                    f"{fingerprint:.1f} ({fingerprint_cpu:.1f})",
-                    f"{imported:.1f} ({imported_cpu:.1f})",
-                    f"**{imported / fingerprint:.2f}**",
-                    f"{imported_cpu / fingerprint_cpu:.2f}",
-                    f"{len(corpus_pages) / imported:,.0f}",
-                    counts,
-                ]
-            )
-            print(f"{backend}: fingerprint {fingerprint:.1f} s, import {imported:.1f} s ({counts})", flush=True)
+        for round_ in range(1, args.rounds + 1):
+            for backend in args.backend:
+                fingerprint, fingerprint_cpu = fingerprint_seconds([text for _, text in corpus_pages])
+                with new_index(backend, Path(folder), args.postgres_url) as db:
+                    imported, imported_cpu, said[backend] = import_seconds(db, corpus, args.workers)
+                runs[backend].append((fingerprint, fingerprint_cpu, imported, imported_cpu))
+                print(
+                    f"round {round_}, {backend}: fingerprint {fingerprint:.1f} s, import {imported:.1f} s "
+                    f"(ratio {imported / fingerprint:.2f}; {said[backend]})",
+                    flush=True,
+                )
     print()
-    header = ["backend", "fingerprint s (CPU)", "import s (CPU)", "import / fingerprint", "CPU ratio", "pages/s"]
-    print(table([*header, "import says"], rows))
+    rows = []
+    for backend, measured in runs.items():
+        ratios = sorted(imported / fingerprint for fingerprint, _, imported, _ in measured)
+        fingerprint, fingerprint_cpu, imported, imported_cpu = (statistics.median(column) for column in zip(*measured))
+        rows.append(
+            [
+                backend,
+                f"{fingerprint:.1f} ({fingerprint_cpu:.1f})",
+                f"{imported:.1f} ({imported_cpu:.1f})",
+                f"**{statistics.median(ratios):.2f}** ({ratios[0]:.2f}-{ratios[-1]:.2f})",
+                f"{imported_cpu / fingerprint_cpu:.2f}",
+                f"{len(corpus_pages) / imported:,.0f}",
+                said[backend],
+            ]
+        )
+    header = ["backend", "fingerprint s (CPU)", "import s (CPU)", "import / fingerprint (range)", "CPU ratio"]
+    print(f"Medians of {args.rounds} rounds, each backend's fingerprinting and import one after the other:")
+    print(table([*header, "pages/s", "import says"], rows))
 
 
 if __name__ == "__main__":

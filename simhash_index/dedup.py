@@ -40,6 +40,7 @@ T = TypeVar("T")
 M = TypeVar("M")
 PROBE_EVERY_S = 1.0
 CHUNK = 16  # pages a worker analyses per round trip in analyse_many
+AHEAD = 4  # chunks in flight per worker: a slow chunk at the head leaves the others work to do
 NOISY_LOGGERS = ("trafilatura", "htmldate", "courlan", "justext")
 logger = logging.getLogger(__name__)
 
@@ -177,13 +178,13 @@ class Deduplicator:
     def analyse_many(self, pages: Iterable[tuple[M, PageJob]]) -> Iterator[tuple[M, Page]]:
         """(meta, Page) for each (meta, job), in the order given, analysed side by side in
         chunks of CHUNK pages; a page whose worker crashed or ran over the timeout comes back
-        with `failure` set. At most twice as many chunks as workers are in flight: the input
+        with `failure` set. At most AHEAD chunks a worker are in flight: the input
         is read as it goes."""
         pending: deque[tuple[list[M], Future[list[Page]]]] = deque()
         for chunk in _chunks(pages, CHUNK):
             metas = [meta for meta, _ in chunk]
             pending.append((metas, self._threads.submit(self._analyse_apart, [job for _, job in chunk])))
-            if len(pending) >= 2 * max(1, self.workers):
+            if len(pending) >= AHEAD * max(1, self.workers):
                 yield from _in_order(*pending.popleft())
         while pending:
             yield from _in_order(*pending.popleft())
