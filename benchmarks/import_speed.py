@@ -18,6 +18,9 @@ The ratio import / fingerprint (wall time) is what the import's worker processes
 decisions buy: under 1 when fingerprinting on every core outruns the decisions' cost. The CPU
 ratio (the import's process and its workers against the fingerprinting, a database server not
 counted) is its overhead; on a busy machine the wall ratio follows the share of the cores it gets.
+The machine's own parallel speedup is printed first: a pure-Python loop run by one process, then by
+one process per CPU at once (the throughput of all of them against one's). Two virtual CPUs that
+share a core give about 1.3x, not 2x, and then no import can reach half the fingerprinting's time.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simhash_index.cli.inputs import fingerprinter_for
+from simhash_index.workers import default_size
 
 from ._common import EVAL, Timer, machine, table
 from ._stores import DEFAULT_POSTGRES, postgres_schema
@@ -64,6 +68,23 @@ def pages(texts: list[str], *, copies: int, count: int | None, chars: int | None
             words[position] = f"w{i}x{position}"
         made.append((f"https://synthetic.example/{i}", " ".join(words)))
     return made
+
+
+SPIN = "import time; t = time.perf_counter(); sum(i * i for i in range(10_000_000)); print(time.perf_counter() - t)"
+
+
+def parallel_speedup(processes: int) -> float:
+    """The throughput of `processes` CPU-bound processes at once against one alone's."""
+    alone = _spin(1)[0]
+    together = _spin(processes)
+    return processes * alone / max(together)
+
+
+def _spin(processes: int) -> list[float]:
+    running = [
+        subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True) for _ in range(processes)
+    ]
+    return [float(process.communicate()[0]) for process in running]
 
 
 def cpu_seconds(who: int) -> float:
@@ -124,6 +145,8 @@ def main() -> None:
         raise SystemExit(f"{args.texts} not found: give the evaluation corpus's extracted texts with --texts")
     corpus_pages = pages(corpus_texts(args.texts), copies=args.copies, count=args.pages, chars=args.chars)
     print(machine())
+    cpus = default_size()
+    print(f"parallel speedup of {cpus} processes at once: {parallel_speedup(cpus):.2f}x one process's throughput")
     print(f"{len(corpus_pages):,} pages, {sum(len(text) for _, text in corpus_pages) / 1e6:.1f} M characters")
     runs: dict[str, list[tuple[float, float, float, float]]] = {backend: [] for backend in args.backend}
     said: dict[str, str] = {}
