@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from .errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
+from .errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError, one_line
 from .fingerprinting.fingerprinter import Signature
 from .fingerprinting.pages import Page, PageJob, PageSetup, analyse, analyse_all, with_given_text
 from .index.base import Index
@@ -272,5 +272,5 @@ def _in_order(metas: list[M], future: Future[list[Page]]) -> Iterator[tuple[M, P
 
 def _short(error: object, limit: int = 400) -> str:
     """An error for a log line: on one line, at most `limit` characters."""
-    text = " ".join(str(error).split())
+    text = one_line(error)
     return text if len(text) <= limit else text[: limit - 3] + "..."

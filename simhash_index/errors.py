@@ -1,6 +1,11 @@
 """Errors the library raises; each message says what went wrong and what to do."""
 
 
+def one_line(error: object) -> str:
+    """An error's message on one line: library and driver messages may span several."""
+    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+
+
 class SimhashIndexError(Exception):
     """Base class of this library's errors."""
 

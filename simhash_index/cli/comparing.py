@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..errors import one_line
 from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Fingerprinter, Signature
 from ..fingerprinting.simhash import from_hex, to_hex
@@ -20,7 +21,6 @@ from .group import (
     db_option,
     format_option,
     max_distance_option,
-    one_line,
     open_index,
     output_format,
     word_weights_option,

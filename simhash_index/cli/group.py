@@ -20,6 +20,7 @@ from ..errors import (
     LayoutMismatchError,
     SchemaVersionError,
     SimhashIndexError,
+    one_line,
 )
 from ..index.base import Index
 from ..index.factory import open_index as open_backend
@@ -31,11 +32,6 @@ class DatabaseError(click.ClickException):
     """The database cannot be opened, or holds no simhash index."""
 
     exit_code = 2
-
-
-def one_line(error: object) -> str:
-    """A message on one line: library messages may span several."""
-    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
 
 
 class _Group(click.Group):

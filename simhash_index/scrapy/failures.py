@@ -11,6 +11,8 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
+from ..errors import one_line
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -52,11 +54,6 @@ def checked(read: Callable[[BaseSettings], T], settings: BaseSettings) -> T:
         return read(settings)
     except ValueError as exc:
         raise startup_error(str(exc)) from None
-
-
-def one_line(error: object) -> str:
-    """A library message on one line (some span several)."""
-    return " ".join(part.strip() for part in str(error).splitlines() if part.strip())
 
 
 # Which setting changes each part of a fingerprint scheme (Fingerprinter.scheme's key=value words).

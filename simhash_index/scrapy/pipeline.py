@@ -20,7 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 
 from ..dedup import Deduplicator
-from ..errors import LayoutMismatchError, SchemeMismatchError, SimhashIndexError
+from ..errors import LayoutMismatchError, SchemeMismatchError, SimhashIndexError, one_line
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.pages import Page, PageSetup
 from ..fingerprinting.simhash import to_hex
@@ -37,7 +37,6 @@ from .failures import (
     checked,
     close_spider,
     layout_hint,
-    one_line,
     scheme_difference,
 )
 from .items import Checkable, PassThrough, checkable
