@@ -45,10 +45,7 @@ def common_words(count: int) -> frozenset[str]:
 
 
 def _english_or_cjk(text: str) -> bool:
-    if tokens.is_cjk_text(text):
-        return True
-    sample = languages._WORD.findall(text[: languages.SAMPLE])
-    return bool(sample) and sum(w in stopwords.ENGLISH for w in sample) >= languages.ENGLISH_SHARE * len(sample)
+    return tokens.is_cjk_text(text) or languages.looks_english(text)
 
 
 def _gated(words: frozenset[str]) -> Callable[[str], list[str]]:

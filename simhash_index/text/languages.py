@@ -57,11 +57,15 @@ def identify(normalized_text: str) -> str:
         if _KANA.search(normalized_text):
             return "ja"
         return "ko" if _HANGUL.search(normalized_text) else "zh"
-    sample = normalized_text[:SAMPLE]
-    words = _WORD.findall(sample)
-    if words and sum(word in _stopwords.ENGLISH for word in words) >= ENGLISH_SHARE * len(words):
+    if looks_english(normalized_text):
         return "en"
-    return _classify(sample)
+    return _classify(normalized_text[:SAMPLE])
+
+
+def looks_english(normalized_text: str) -> bool:
+    """Whether ENGLISH_SHARE of the words in the first SAMPLE characters are English stop words."""
+    words = _WORD.findall(normalized_text[:SAMPLE])
+    return bool(words) and sum(word in _stopwords.ENGLISH for word in words) >= ENGLISH_SHARE * len(words)
 
 
 @cache
