@@ -6,7 +6,7 @@ import sys
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -92,7 +92,7 @@ def import_(
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
-        target: Any = click.get_current_context().with_resource(
+        target: Index = click.get_current_context().with_resource(
             DryRunIndex(source, scheme=fingerprinter.scheme, max_distance=max_distance)
         )
     else:
@@ -126,7 +126,7 @@ def import_(
 
 
 def _import_pages(
-    target: Any, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool, strict: bool
+    target: Index, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool, strict: bool
 ) -> Iterator[dict[str, Any]]:
     """Each page of the corpus checked against the target, in file order: a row saying what
     became of it (kept, dropped, skipped: no text, refused: unusable URL), counted. A bad
@@ -135,7 +135,7 @@ def _import_pages(
     Pages are analysed in worker processes and decided in batches (the dedup core), in file
     order: a page can be a duplicate of any page before it. A dry run's target writes nothing."""
     core = Deduplicator(
-        lambda: cast(Index, target),
+        lambda: target,
         setup,
         workers=default_size() if workers is None else workers,
         batch_size=defaults.BATCH_SIZE,
