@@ -229,14 +229,16 @@ class Deduplicator:
     def _start_anew(self, vanished: Index, exc: IndexNotFoundError) -> Index:
         """The index is gone from a server that answers (Redis restarted without persistence,
         or flushed): a new, empty one is opened in its place, so that the pages after are
-        deduplicated; the pages decided before are forgotten."""
+        deduplicated; the pages decided before are forgotten. Without an opener (an index
+        given as it is), `exc` stands."""
+        if self._open_index is None:
+            raise exc
         logger.warning(
             "simhash: %s; starting a new, empty index there: the pages decided before it was lost are forgotten",
             _short(exc, 1000),
         )
         if self._on_index_lost is not None:
             self._on_index_lost()
-        assert self._open_index is not None, "deciding needs an index"
         index = self._open_index()
         self.index = index
         vanished.close()
