@@ -1,10 +1,9 @@
 """check_and_add_many on SQL: a batch of pages decided in one transaction.
 
-Lock (PostgreSQL: advisory locks on every value a check of the batch could see, or the
-whole index for a batch too large for the server's lock table; SQLite: the writer lock,
-taken by the caller's BEGIN IMMEDIATE), read every stored page the batch
-could see in a few statements, decide each page in order with the rule (a page sees the
-ones decided before it in the batch), write every row, and let the caller commit once.
+In the caller's transaction, which holds the writer lock (engine.lock_writers): read every
+stored page the batch could see in a few statements (its keys and texts here, its near pages
+through the writer's lookup), decide each page in order with the rule (a page sees the ones
+decided before it in the batch), write every row, and let the caller commit once.
 """
 
 from __future__ import annotations
@@ -14,20 +13,17 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy.engine import Connection
 
-from ...errors import IndexUnavailableError
-from ...fingerprinting.bits import to_signed, to_unsigned
+from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
 from ..records import Match, Policy, StoredPage, key_hash
-from .engine import WRITERS_LOCK, advisory_lock_keys
 from .layouts import Layout
+from .lookup import NearPages
 from .statements import (
     MARKS,
-    PAGE_COLUMNS,
     by_key_or_text,
     db_time,
     delete_where,
@@ -53,21 +49,14 @@ def check_and_add_many(
     moment: datetime,
     *,
     evidence: tuple[str, ...],
-    exclusive: bool = False,
+    near: NearPages,
 ) -> list[Match | None]:
     """Decide and store the pages in the caller's transaction; the answers in order. `evidence`:
     the duplicates log's evidence columns (schema.EVIDENCE, or fewer in an older index);
-    `exclusive`: PostgreSQL, lock the whole index (lock_index) rather than the batch's
-    neighbourhoods. Raises Contended, before writing, when a stored page the batch would
-    supersede is in use by another writer: the caller rolls back and tries again exclusive."""
+    `near`: the writer's lookup of the stored pages near each page."""
     dialect = conn.dialect.name
     hashes = {key: key_hash(key) for key, _ in pages}
-    if dialect == "postgresql":
-        if exclusive:
-            lock_index(conn)
-        else:
-            lock_neighbourhoods(conn, pages, hashes, policy.max_distance)
-    stored = Stored(conn, layout, pages, policy.max_distance, hashes)
+    stored = Stored(conn, pages, policy.max_distance, hashes, near)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
     logged: dict[str, tuple[Signature, Match]] = {}  # key -> its duplicate's evidence
@@ -92,34 +81,8 @@ def check_and_add_many(
             if decision.supersedes:
                 _demote(decision, key, signature, documents, logged, stored)
         answers.append(decision.match)
-    if dialect == "postgresql" and stored.moved and not exclusive:
-        lock_superseded(conn, stored, policy.max_distance)
     _write(conn, layout, documents, logged, stored, when, evidence, policy.max_distance)
     return answers
-
-
-class Contended(Exception):
-    """A page to supersede is locked by another writer, or went meanwhile: retry exclusive."""
-
-
-def lock_superseded(conn: Connection, stored: Stored, radius: int) -> None:
-    """PostgreSQL: the batch's locks cover its own pages' neighbourhoods, not those of the
-    stored pages it supersedes, which another writer may be logging duplicates against. Take
-    their locks without waiting (waiting could deadlock: they come after the batch's own), and
-    check that each page is still there; else Contended."""
-    keys: set[tuple[int, int]] = set()
-    for page in stored.superseded:
-        keys.update(advisory_lock_keys(page.signature, key_hash(page.key), radius))
-    classes, objects = zip(*sorted(keys))
-    taken = fetch(
-        conn,
-        "SELECT bool_and(pg_try_advisory_xact_lock(c, o)) FROM unnest(%s::int[], %s::int[]) AS t(c, o)",
-        (list(classes), list(objects)),
-    )[0][0]
-    ids = sorted(stored.moved)
-    there = fetch(conn, "SELECT count(*) FROM simhash_documents WHERE id = ANY(%s::bigint[])", (ids,))[0][0]
-    if not taken or there != len(ids):
-        raise Contended()
 
 
 def _demote(
@@ -143,46 +106,11 @@ def _demote(
     logged[old.key] = (old.signature, replace(match, key=key, fingerprint=signature.simhash))
 
 
-# Past this many advisory locks a batch locks the whole index instead: a default server's lock
-# table holds about 6,400 locks (max_locks_per_transaction x max_connections) for all connections.
-MOST_LOCKS = 1000
-_LOCK_ALL = (  # one statement whatever the batch: the locks taken row by row, the shared one first
-    "SELECT count(CASE WHEN s THEN pg_advisory_xact_lock_shared(c, o) ELSE pg_advisory_xact_lock(c, o) END) "
-    "FROM (SELECT c, o, s FROM unnest(%s::int[], %s::int[], %s::bool[]) AS t(c, o, s) ORDER BY s DESC, c, o) AS ordered"
-)
-
-
-def lock_neighbourhoods(conn: Connection, pages: Sequence[Page], hashes: dict[str, int], radius: int) -> None:
-    """Transaction-level advisory locks on every block (and block byte), text hash and key of the batch
-    (advisory_lock_keys), in sorted order (so no two writers deadlock): two near-duplicates
-    share one, so a second writer waits for the first to commit, then sees its pages.
-
-    All under WRITERS_LOCK, shared among writers, which forgetting takes alone (lock_index):
-    a page a writer read cannot go before the writer commits. A batch that would need more
-    than MOST_LOCKS locks takes WRITERS_LOCK alone too.
-    """
-    keys: set[tuple[int, int]] = set()
-    for key, signature in pages:
-        keys.update(advisory_lock_keys(signature, hashes[key], radius))
-    if len(keys) > MOST_LOCKS:
-        lock_index(conn)
-        return
-    classes, objects = zip(WRITERS_LOCK, *sorted(keys))
-    fetch(conn, _LOCK_ALL, (list(classes), list(objects), [True] + [False] * len(keys)))
-
-
-def lock_index(conn: Connection) -> None:
-    """PostgreSQL: wait for every writer's transaction to end, and keep new ones waiting until
-    this one ends (SQLite's BEGIN IMMEDIATE does as much already)."""
-    if conn.dialect.name == "postgresql":
-        fetch(conn, "SELECT pg_advisory_xact_lock(%s, %s)", WRITERS_LOCK)
-
-
 class Stored:
     """The stored pages the batch can see, read up front, and the pages it stores as it goes."""
 
     def __init__(
-        self, conn: Connection, layout: Layout, pages: Sequence[Page], max_distance: int, hashes: dict[str, int]
+        self, conn: Connection, pages: Sequence[Page], max_distance: int, hashes: dict[str, int], near: NearPages
     ) -> None:
         dialect = conn.dialect.name
         self.hashes = hashes
@@ -197,12 +125,11 @@ class Stored:
                 self._by_key[page.key] = page
             if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
-        self._near = near_pages(conn, layout, [s for _, s in pages], max_distance)
+        self._near = near(conn, [s for _, s in pages], max_distance)
         self._max_distance = max_distance
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
         self._gone: set[str] = set()  # superseded by a page of this batch
         self.moved: dict[int, str] = {}  # row id of a superseded page -> the key that superseded it
-        self.superseded: list[StoredPage] = []  # the pages read from the database that were superseded
         self._conn = conn
 
     def own(self, key: str) -> StoredPage | None:
@@ -247,7 +174,6 @@ class Stored:
         row_id = page.order if page.order < _BATCH_ORDER else None
         if row_id is not None:
             self.moved[row_id] = new
-            self.superseded.append(page)
         for row, target in self.moved.items():
             if target == old:
                 self.moved[row] = new
@@ -272,80 +198,6 @@ class Stored:
         """The row id of a page read from the database (None: stored by this batch)."""
         page = self.own(key)
         return page.order if page is not None and page.order < _BATCH_ORDER else None
-
-
-def near_pages(
-    conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
-) -> list[list[StoredPage]]:
-    """For each signature, the stored pages within max_distance of it, oldest first (in the
-    halves layout, pages matched only by their text may be among them: the rule leaves them out)."""
-    dialect = conn.dialect.name
-    wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
-    found: list[list[StoredPage]] = [[] for _ in signatures]
-    if not wanted:
-        return found
-    if dialect == "postgresql":
-        return _near_postgres(conn, layout, wanted, found, max_distance)
-    queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
-    rows = fetch(conn, *layout.batch_candidates(queries.tolist(), max_distance))
-    stored = np.unique(np.array([row[0] for row in rows], dtype=np.int64)).view(np.uint64)
-    near = np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance
-    hits = stored[near.any(axis=0)]
-    if not len(hits):
-        return found
-    by_fingerprint = pages_by_fingerprint(conn, layout, hits.tolist())
-    for query in np.flatnonzero(near.any(axis=1)):
-        pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
-        found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)
-    return found
-
-
-def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[int]) -> dict[int, list[StoredPage]]:
-    """The stored pages with these fingerprints, by fingerprint (one statement)."""
-    found: dict[int, list[StoredPage]] = {}
-    if not fingerprints:
-        return found
-    dialect = conn.dialect.name
-    where, parameters = layout.rows_with_fingerprints(fingerprints, dialect)
-    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters):
-        page = row_page(row, dialect)
-        if page.signature.simhash is not None:
-            found.setdefault(page.signature.simhash, []).append(page)
-    return found
-
-
-def _near_postgres(
-    conn: Connection,
-    layout: Layout,
-    wanted: list[tuple[int, int]],
-    found: list[list[StoredPage]],
-    max_distance: int,
-) -> list[list[StoredPage]]:
-    """`found` filled in at the positions `wanted` (position, fingerprint). Blocks: one statement
-    for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
-    batch = layout.near_batch([fp for _, fp in wanted], max_distance)
-    if batch is not None:
-        hits = [(n, to_unsigned(fingerprint)) for n, fingerprint in fetch(conn, *batch)]
-        by_fingerprint = pages_by_fingerprint(conn, layout, sorted({fp for _, fp in hits}))
-        for n, fingerprint in hits:
-            found[wanted[n - 1][0]] += by_fingerprint.get(fingerprint, [])
-        for pages in found:
-            pages.sort(key=lambda page: page.order)
-        return found
-    raw = conn.connection.dbapi_connection
-    if raw is None:
-        raise IndexUnavailableError("the database connection was closed in the middle of a batch")
-    cursors = []
-    with raw.pipeline():
-        for _, fingerprint in wanted:
-            cursor = raw.cursor()
-            cursor.execute(*layout.near(fingerprint, max_distance))
-            cursors.append(cursor)
-    for (position, _), cursor in zip(wanted, cursors):
-        fetched = cursor.fetchall()
-        cursor.close()
-        found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in fetched]
-    return found
 
 
 def _write(
