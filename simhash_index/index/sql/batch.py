@@ -13,6 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.engine import Connection
 
 from ...fingerprinting.bits import to_signed
@@ -66,7 +68,7 @@ def check_and_add_many(
             signature,
             own=stored.own(key),
             same_text=stored.same_text(signature.text_hash),
-            nearby=stored.nearby(position, signature),
+            nearby=stored.nearby(position),
             policy=policy,
             moment=moment,
             key=key,
@@ -76,7 +78,7 @@ def check_and_add_many(
             logged[key] = (signature, decision.match)
         elif decision.store:
             documents[key] = document_row(layout, key, signature, when, stored.hashes[key], dialect=dialect)
-            stored.add(key, signature)
+            stored.add(key, signature, position)
             logged.pop(key, None)
             if decision.supersedes:
                 _demote(decision, key, signature, documents, logged, stored)
@@ -126,8 +128,10 @@ class Stored:
             if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
         self._near = near(conn, [s for _, s in pages], max_distance)
-        self._max_distance = max_distance
+        self._keys = [key for key, _ in pages]
+        self._close = _within(pages, max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
+        self._position: dict[str, int] = {}  # the position in the batch of each page it stored
         self._gone: set[str] = set()  # superseded by a page of this batch
         self.moved: dict[int, str] = {}  # row id of a superseded page -> the key that superseded it
         self._conn = conn
@@ -144,21 +148,17 @@ class Stored:
         found = [page for page in self._by_text.get(text_hash, ()) if page.key not in hidden]
         return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
 
-    def nearby(self, position: int, signature: Signature) -> list[StoredPage]:
-        """The stored pages near this page, and the pages this batch stored within the radius."""
-        hidden = self._batch.keys() | self._gone
-        found = [page for page in self._near[position] if page.key not in hidden]
-        fingerprint = signature.near_simhash
-        if fingerprint is not None:
-            found += (
-                page
-                for page in self._batch.values()
-                if (other := page.signature.near_simhash) is not None
-                and (other ^ fingerprint).bit_count() <= self._max_distance
-            )
+    def nearby(self, position: int) -> list[StoredPage]:
+        """The stored pages near the batch's page at `position`, and the pages this batch stored within the radius."""
+        found = [page for page in self._near[position] if page.key not in self._batch and page.key not in self._gone]
+        for other in np.flatnonzero(self._close[position]).tolist():
+            key = self._keys[other]
+            if self._position.get(key) == other:
+                found.append(self._batch[key])
         return found
 
-    def add(self, key: str, signature: Signature) -> None:
+    def add(self, key: str, signature: Signature, position: int) -> None:
+        """The batch's page at `position` is stored under `key` (a new row, or its own updated)."""
         known = self.own(key)
         order = known.order if known is not None else _BATCH_ORDER + len(self._batch) + len(self._gone)
         if key in self._gone:  # superseded, then stored again: its row stays, with its duplicates
@@ -166,6 +166,7 @@ class Stored:
             if key in self._by_key:
                 self.moved.pop(self._by_key[key].order, None)
         self._batch[key] = StoredPage(key, signature, order)
+        self._position[key] = position
 
     def supersede(self, page: StoredPage, new: str) -> StoredPage:
         """Take the stored page out of what the batch sees; its row, if it has one, is deleted
@@ -178,6 +179,7 @@ class Stored:
             if target == old:
                 self.moved[row] = new
         self._batch.pop(old, None)
+        self._position.pop(old, None)
         self._gone.add(old)
         return page
 
@@ -198,6 +200,16 @@ class Stored:
         """The row id of a page read from the database (None: stored by this batch)."""
         page = self.own(key)
         return page.order if page is not None and page.order < _BATCH_ORDER else None
+
+
+def _within(pages: Sequence[Page], radius: int) -> npt.NDArray[np.bool_]:
+    """Which of the batch's pages are within `radius` of which (False for pages matched by text only)."""
+    fingerprints = [signature.near_simhash for _, signature in pages]
+    values = np.array([0 if fp is None else fp for fp in fingerprints], np.uint64)
+    matchable = np.array([fp is not None for fp in fingerprints])
+    close: npt.NDArray[np.bool_] = np.bitwise_count(values[:, None] ^ values[None, :]) <= radius
+    close &= matchable[:, None] & matchable[None, :]
+    return close
 
 
 def _write(

@@ -153,11 +153,11 @@ def written(conn: Connection, mark: Mark) -> Changes:
         rows = fetch(conn, statement, (int(mark.seen),))
         seen = str(rows[-1][0]) if rows else mark.seen
         return _changes([(fp, added) for _, fp, added in rows], Mark(mark.epoch, seen))
-    own = fetch(conn, "SELECT pg_current_xact_id_if_assigned()::text", ())[0][0]
-    if own is None:
-        return _changes([], mark)
-    rows = fetch(conn, f"SELECT fingerprint, added FROM {CHANGES} WHERE xid = %s::xid8", (own,))
-    return _changes(rows, Mark(mark.epoch, mark.seen, own))
+    rows = fetch(
+        conn, f"SELECT fingerprint, added, xid::text FROM {CHANGES} WHERE xid = pg_current_xact_id_if_assigned()", ()
+    )
+    own = rows[0][2] if rows else None  # without rows of its own, there is nothing to tell apart
+    return _changes([(fp, added) for fp, added, _ in rows], Mark(mark.epoch, mark.seen, own))
 
 
 def trim(conn: Connection) -> None:
@@ -192,19 +192,18 @@ def _since_sqlite(conn: Connection, mark: Mark) -> Changes | None:
 
 
 def _since_postgres(conn: Connection, mark: Mark) -> Changes | None:
-    # Not visible in the last snapshot read: in progress then, or begun after it (whatever the
-    # oldest transaction still running, so a long one elsewhere does not widen the scan).
-    new = (
-        "(xid >= pg_snapshot_xmax(%(seen)s::pg_snapshot) "
-        "OR xid = ANY(ARRAY(SELECT pg_snapshot_xip(%(seen)s::pg_snapshot))))"
-    )
-    if mark.own is not None:
-        new += " AND xid <> %(own)s::xid8"
+    # Not visible in the last snapshot read: begun after it, or in progress then (whatever the
+    # oldest transaction still running, so that a long one elsewhere does not widen the scan).
+    # Two index scans: one condition with OR would scan the whole log.
+    own = "" if mark.own is None else " AND xid <> %(own)s::xid8"
+    seen = "%(seen)s::pg_snapshot"
     statement = (
-        f"WITH new AS (SELECT fingerprint, added FROM {CHANGES} WHERE {new} LIMIT {BEHIND + 1}) "
+        f"WITH new AS (SELECT fingerprint, added FROM {CHANGES} WHERE xid >= pg_snapshot_xmax({seen}){own} "
+        f"UNION ALL SELECT fingerprint, added FROM {CHANGES} WHERE xid = ANY(ARRAY(SELECT pg_snapshot_xip({seen}))) "
+        f"AND xid < pg_snapshot_xmax({seen}){own} LIMIT {BEHIND + 1}) "
         "SELECT pg_current_snapshot()::text, "
         f"(SELECT value FROM simhash_meta WHERE name = '{EPOCH}'), "
-        f"(SELECT value FROM simhash_meta WHERE name = '{FLOOR}')::xid8 > pg_snapshot_xmin(%(seen)s::pg_snapshot), "
+        f"(SELECT value FROM simhash_meta WHERE name = '{FLOOR}')::xid8 > pg_snapshot_xmin({seen}), "
         "ARRAY(SELECT fingerprint FROM new WHERE added), (SELECT count(*) FROM new WHERE NOT added)"
     )
     snapshot, epoch, behind, added, removed = fetch(conn, statement, {"seen": mark.seen, "own": mark.own})[0]
