@@ -230,5 +230,3 @@ def _near_postgres(
         cursor.close()
         found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in fetched]
     return found
-
-
