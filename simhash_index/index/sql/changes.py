@@ -29,6 +29,7 @@ import numpy as np
 from sqlalchemy.engine import Connection
 
 from ..memory.near import U64, as_u64
+from .layouts import Layout
 from .statements import RawConnection, fetch
 
 CHANGES = "simhash_changes"
@@ -125,14 +126,16 @@ def restart(conn: Connection) -> None:
     _meta(conn, EPOCH, uuid.uuid4().hex)
 
 
-def stored(conn: Connection | RawConnection) -> tuple[Mark, U64]:
+def stored(conn: Connection | RawConnection, layout: Layout) -> tuple[Mark, U64]:
     """The mark of the caller's snapshot and the near-matchable fingerprints stored in it: call
-    it in a read transaction that sees one snapshot throughout (build_read gives one)."""
+    it in a read transaction that sees one snapshot throughout."""
     if conn.dialect.name == "sqlite":
         mark = Mark(_epoch(conn), str(_last_seq(conn)))
     else:
         mark = Mark(_epoch(conn), fetch(conn, "SELECT pg_current_snapshot()::text", ())[0][0])
-    rows = fetch(conn, "SELECT fingerprint FROM simhash_documents WHERE exact_only = 0 AND fingerprint IS NOT NULL", ())
+    # blocks: read from block0's covering index, a fraction of the table's pages
+    near = "block0 IS NOT NULL" if layout.name == "blocks" else "exact_only = 0 AND fingerprint IS NOT NULL"
+    rows = fetch(conn, f"SELECT fingerprint FROM simhash_documents WHERE {near}", ())
     return mark, np.fromiter((row[0] for row in rows), np.int64, len(rows)).view(np.uint64)
 
 

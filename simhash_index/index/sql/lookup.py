@@ -101,13 +101,13 @@ class MemoryLookup:
         if self.index is not None and self._stale * STALE_SHARE <= max(MIN_STALE, len(self.index)):
             return
         with self._transaction(write=False, snapshot=True) as conn:
-            found = changes.stored(conn) if changes.installed(conn) else None
+            found = changes.stored(conn, self.layout) if changes.installed(conn) else None
         if found is None:  # an index written before the feed, opened without create
             with self._transaction(write=True) as conn:
                 lock_writers(conn)
                 changes.install(conn)
             with self._transaction(write=False, snapshot=True) as conn:
-                found = changes.stored(conn)
+                found = changes.stored(conn, self.layout)
         self._mark, fingerprints = found
         self.index = NearIndex(fingerprints)
         self._stale = 0
