@@ -1,4 +1,5 @@
-"""The `site` spider: every HTML page of a site, as {url, title, html}.
+"""The `site` spider: every HTML page of a site, as {url, title, html, last_modified}
+(its HTTP Last-Modified, None when the server sends none).
 
 A site is the host and port of an http(s) start URL, or, for a site saved to disk (say by
 `wget --mirror`), a local folder: `-a start_url=PATH` (or `file:///PATH`) crawls every HTML
@@ -86,6 +87,11 @@ def _html_files(url: str) -> list[str]:
     ]
 
 
+def _header(response: Response, name: str) -> str | None:
+    value = response.headers.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
 class SiteSpider(scrapy.Spider):
     """Follows links within the start URLs' sites and yields one item per HTML page."""
 
@@ -131,6 +137,7 @@ class SiteSpider(scrapy.Spider):
             "url": response.url,
             "title": (response.css("title::text").get() or "").strip(),
             "html": response.text,
+            "last_modified": _header(response, "Last-Modified"),
         }
         for link in self.links.extract_links(response):
             url = file_page(link.url) if self._within(link.url) else None

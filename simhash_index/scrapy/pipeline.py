@@ -53,12 +53,12 @@ logger = logging.getLogger(__name__)
 _RUNNING: WeakKeyDictionary[Crawler, SimhashDedupPipeline] = WeakKeyDictionary()
 
 
-def dated(signature: Signature, adapter: ItemAdapter) -> Signature:
-    """The page's date, when it has none of its own, from the item's `last_modified` (an
-    HTTP Last-Modified value or a datetime); else the index dates it by the time it is checked."""
-    if signature.dated is not None or "last_modified" not in adapter:
+def with_modified(signature: Signature, adapter: ItemAdapter) -> Signature:
+    """The page's Signature with its Last-Modified, from the item's `last_modified` (an HTTP
+    Last-Modified value or a datetime), for the "newest" survivor policy."""
+    if "last_modified" not in adapter:
         return signature
-    return replace(signature, dated=http_date(adapter.get("last_modified")))
+    return replace(signature, modified=http_date(adapter.get("last_modified")))
 
 
 def running_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
@@ -218,7 +218,7 @@ class SimhashDedupPipeline:
         if page.signature is None:
             return self._unchecked(item, key, page)
         try:
-            match = await awaitable(self.core.decide(key, dated(page.signature, adapter), page.text))
+            match = await awaitable(self.core.decide(key, with_modified(page.signature, adapter), page.text))
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated

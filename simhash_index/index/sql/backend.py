@@ -49,7 +49,7 @@ from .engine import (
     sqlite_path,
 )
 from .layouts import Layout
-from .opening import layout_in_url, make_parent_folder, open_tables
+from .opening import add_modified, layout_in_url, make_parent_folder, open_tables
 from .schema import tables
 from .statements import (
     MARKS,
@@ -109,6 +109,9 @@ class SqlIndex(Index):
                 opened = open_tables(
                     conn, self.url, scheme=scheme, default_scheme=DEFAULT.scheme, layout=layout, create=create
                 )
+            if opened.lacks_modified and not access.read_only:
+                with self.transaction() as conn:
+                    add_modified(conn)
             self.layout = opened.layout
             if not radius_chosen and self.max_distance > self.layout.max_radius:
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)

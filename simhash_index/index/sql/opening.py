@@ -33,6 +33,7 @@ class Opened:
     version: str
     scheme: str
     layout: Layout
+    lacks_modified: bool = False  # a version 5 index without the `modified` column (migrate.add_modified)
 
     @property
     def evidence(self) -> tuple[str, ...]:
@@ -118,7 +119,17 @@ def open_tables(
             conn.execute(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}
             )
-    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found)
+        if version == SCHEMA_VERSION:
+            migrate.add_modified(conn)
+    lacks_modified = version == SCHEMA_VERSION and not create and not migrate.has_modified(conn)
+    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found, lacks_modified)
+
+
+def add_modified(conn: Connection) -> None:
+    """The documents gain the `modified` column, for an index opened to write without `create`
+    (open_tables adds it otherwise); the caller's transaction writes."""
+    lock_schema(conn)
+    migrate.add_modified(conn)
 
 
 def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
