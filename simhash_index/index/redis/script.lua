@@ -434,11 +434,14 @@ elseif command == 'texts' then
   end
   return (#ARGV - 2) / 2
 elseif command == 'open' then
-  -- schema_version, scheme, create: records what is missing when asked to; returns what is recorded
+  -- schema_version, scheme, create: records what is missing when asked to; returns what is
+  -- recorded, and 1 when this call created the index
+  local created = 0
   if ARGV[5] == '1' then
-    redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[3])
+    created = redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[3])
     redis.call('HSETNX', P .. 'meta', 'scheme', ARGV[4])
   end
-  return redis.call('HMGET', P .. 'meta', 'schema_version', 'scheme')
+  local recorded = redis.call('HMGET', P .. 'meta', 'schema_version', 'scheme')
+  return {recorded[1], recorded[2], created}
 end
 return redis.error_reply('simhash_index: unknown command ' .. tostring(command))

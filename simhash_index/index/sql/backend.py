@@ -117,9 +117,16 @@ class SqlIndex(Index):
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)
             self.layout.check_radius(self.max_distance)
         self.scheme = opened.scheme
+        self.created = opened.created
         self._version = opened.version
         self._evidence = opened.evidence
         self.tables = tables(self.layout, evidence=self._evidence)
+
+    @property
+    def location(self) -> str:
+        if self.dialect == "sqlite" and not is_memory(self.sqlalchemy_url):
+            return str(sqlite_path(self.sqlalchemy_url).absolute())
+        return self.url
 
     # -- connections -----------------------------------------------------------------
 

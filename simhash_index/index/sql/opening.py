@@ -34,6 +34,7 @@ class Opened:
     scheme: str
     layout: Layout
     lacks_modified: bool = False  # a version 5 index without the `modified` column (migrate.add_modified)
+    created: bool = False  # open_tables created the tables
 
     @property
     def evidence(self) -> tuple[str, ...]:
@@ -71,6 +72,7 @@ def open_tables(
     if create:
         lock_schema(conn)
     meta = stored_meta(conn)
+    created = meta is None
     if meta is None:
         if not create:
             raise IndexNotFoundError(f"{shown} has no simhash tables: is it the right database?")
@@ -122,7 +124,7 @@ def open_tables(
         if version == SCHEMA_VERSION:
             migrate.add_modified(conn)
     lacks_modified = version == SCHEMA_VERSION and not create and not migrate.has_modified(conn)
-    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found, lacks_modified)
+    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found, lacks_modified, created)
 
 
 def add_modified(conn: Connection) -> None:
