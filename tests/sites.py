@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import random
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 WORDS = [
@@ -381,9 +383,9 @@ VERSIONS = {  # a documentation site's versions, oldest first, and the date each
 }
 
 
-def dated_page(title: str, paragraphs: list[str], date: str) -> str:
+def dated_page(title: str, paragraphs: list[str], date: str, nav: int = 5) -> str:
     """A page whose metadata says when it was last changed (htmldate reads it)."""
-    html = page(title, paragraphs)
+    html = page(title, paragraphs, nav=nav)
     meta = f'<meta property="article:modified_time" content="{date}T12:00:00">'
     return html.replace("</title>", "</title>" + meta, 1)
 
@@ -414,3 +416,43 @@ def build_versioned_docs(root: Path) -> dict[str, list[str]]:
     links = "".join(f'<li><a href="/{v}/{k}.html">{v} {k}</a></li>' for v in VERSIONS for k in kinds)
     (root / "index.html").write_text(f"<html><head><title>Versions</title></head><body><ul>{links}</ul></body></html>")
     return kinds
+
+
+SNAPSHOTS = {  # a news site's snapshots, oldest first, and when each was taken
+    "2024-01": "2024-01-15",
+    "2024-06": "2024-06-15",
+    "2024-11": "2024-11-15",
+}
+POSTS = {"launch": "2023-03-02", "release": "2023-05-20", "meetup": "2023-08-11", "notice": "2023-10-01"}
+
+
+def build_snapshots(root: Path, *, newest_first: bool = False, same_modified: bool = False) -> str:
+    """Snapshots of a news site side by side, as a site's history serves them: every snapshot of
+    a post says the same publication date (its metadata), its text a few words further edited in
+    each (`notice` the same in all). Files are last modified when their snapshot was taken
+    (HTTP Last-Modified), or all at one moment with `same_modified`. Each snapshot's home page
+    links to its posts and to the next snapshot's home, oldest first (or `newest_first`), so a
+    crawl with DEPTH_PRIORITY=1 meets the snapshots in that order. Returns the first home's path."""
+    order = list(reversed(SNAPSHOTS)) if newest_first else list(SNAPSHOTS)
+    for n, snapshot in enumerate(SNAPSHOTS):
+        taken = datetime.fromisoformat(
+            SNAPSHOTS[order[0] if same_modified else snapshot] + "T12:00:00+00:00"
+        ).timestamp()
+        files = {}
+        for p, (post, date) in enumerate(POSTS.items()):
+            text = english_article(60 + p, paragraphs=8, sentences=8)
+            files[f"{snapshot}/{post}.html"] = dated_page(
+                post.title(), edit_words(text, p, 2 * n * (post != "notice")), date, nav=0
+            )
+        later = order.index(snapshot) + 1
+        next_home = f'<a href="/{order[later]}/index.html">next snapshot</a>' if later < len(order) else ""
+        links = "".join(f'<li><a href="/{path}">{path}</a></li>' for path in files)
+        files[f"{snapshot}/index.html"] = (
+            f"<html><head><title>News</title></head><body><ul>{links}</ul>{next_home}</body></html>"
+        )
+        for path, html in files.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(html, encoding="utf-8")
+            os.utime(target, (taken, taken))
+    return f"{order[0]}/index.html"

@@ -217,6 +217,7 @@ def test_stats(filled) -> None:
     }
     assert ok("stats", "--db", db, "--format", "json") == json.dumps(expected, indent=2) + "\n"
     assert ok("stats", "--db", db) == json.dumps(expected, indent=2) + "\n"  # json when piped
+    assert ok("--db", db, "stats") == json.dumps(expected, indent=2) + "\n"  # --db before the command
     top2 = json.loads(ok("stats", "--db", db, "--format", "json", "--top", "2"))["top_hosts"]
     assert top2 == expected["top_hosts"][:2]
 
@@ -807,3 +808,16 @@ def test_fingerprint_settings_of_the_database(sqlite_url: str, files: Path) -> N
     SimhashIndex(other, scheme=bigrams.scheme).close()
     result = run("query", "--db", other, "--text", str(files / "a.txt"))
     assert_one_line_error(result, 1, "settings the command line cannot reproduce")
+
+
+def test_db_before_the_command_comes_before_the_environment(sqlite_url: str, tmp_path: Path) -> None:
+    """`simhash-index --db URL COMMAND`: the URL given before the command wins over
+    $SIMHASH_DATABASE_URL and the default; given before and after, it must be the same."""
+    with SimhashIndex(sqlite_url) as index:
+        index.add("https://example.com/a", A)
+    elsewhere = {"SIMHASH_DATABASE_URL": f"sqlite:///{tmp_path / 'elsewhere.db'}"}
+    assert json.loads(ok("--db", sqlite_url, "stats", env=elsewhere))["documents"] == 1
+    assert json.loads(ok("--db", sqlite_url, "stats", "--db", sqlite_url))["documents"] == 1
+    both = run("--db", sqlite_url, "stats", "--db", elsewhere["SIMHASH_DATABASE_URL"])
+    assert both.exit_code == 2 and "--db is given before and after the command, with different URLs" in both.stderr
+    assert "--db URL" in ok("--help") and "--db URL" in ok("stats", "--help")

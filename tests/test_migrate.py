@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import (
@@ -18,6 +18,7 @@ from sqlalchemy import (
     Table,
     Text,
     create_engine,
+    inspect,
 )
 
 from simhash_index import Match, SchemaVersionError, Signature, SimhashIndex
@@ -188,10 +189,42 @@ def test_version_3_is_read_as_it_is_and_gains_the_radius_when_opened_to_write(re
 
 
 def drop_version_5_columns(conn) -> None:
-    """The columns schema version 5 added: each page's words and date, and why a page was superseded."""
+    """The columns schema version 5 added: each page's words and dates, and why a page was superseded."""
     conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN words")
     conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN dated")
+    conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN modified")
     conn.exec_driver_sql("ALTER TABLE simhash_duplicates DROP COLUMN superseded")
+
+
+def documents_columns(engine) -> set[str]:
+    with engine.connect() as conn:
+        return {column["name"] for column in inspect(conn).get_columns("simhash_documents")}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_version_5_index_without_last_modified_gains_it_when_opened_to_write(request, backend):
+    """Version 5 as it was written before pages kept their Last-Modified: read as it is (read-only
+    openers leave it alone), and given the column by any writer, with create or without."""
+    url = request.getfixturevalue(f"{backend}_url")
+    dated = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    with SimhashIndex(url) as index:
+        index.add("old", Signature(NEAR, 1, dated=dated))
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN modified")
+    with SimhashIndex(url, create=False, read_only=True) as index:
+        assert index.get("old") == Match("old", NEAR, 0, exact=True)
+    assert "modified" not in documents_columns(engine)
+    with SimhashIndex(url, create=False, prefer="newest") as index:
+        # the same date; "old"'s Last-Modified is not known: the page checked later is kept
+        newer = index.check_and_add("new", Signature(NEAR ^ 1, 2, dated=dated, modified=dated))
+        assert (newer.key, newer.superseded) == ("old", "newer")
+        older = index.check_and_add("older", Signature(NEAR ^ 2, 3, dated=dated, modified=dated - timedelta(days=1)))
+        assert (older.key, older.superseded) == ("new", None)  # "new"'s Last-Modified was stored
+    assert "modified" in documents_columns(engine)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT value FROM simhash_meta WHERE name = 'schema_version'").scalar() == "5"
+    engine.dispose()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

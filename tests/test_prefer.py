@@ -9,8 +9,8 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from crawling import crawl, user_project
-from sites import VERSIONS, build_versioned_docs, serve
+from crawling import CrawlResult, crawl, user_project
+from sites import POSTS, SNAPSHOTS, VERSIONS, build_snapshots, build_versioned_docs, serve
 from test_concurrency import GROUPS, PROCESSES, make_groups, run_workers
 from test_user_project import SPIDER, readme_block
 
@@ -63,6 +63,27 @@ def test_newest_keeps_the_page_with_the_later_date(any_url):
         assert exact.exact and exact.key == "v2" and exact.superseded == "newer"
         assert index.get("v2-mirror") is not None and len(index) == 1
         assert index.duplicate("v2").superseded == "newer"
+
+
+def test_newest_falls_through_a_tie_to_last_modified_then_to_the_later_check(any_url):
+    """Own dates that tie (or that one page lacks) pass to Last-Modified; when that ties too, or
+    is not known, the page checked later is the newer."""
+    day = timedelta(days=1)
+    with SimhashIndex(any_url, prefer="newest") as index:
+        index.check_and_add("b", Signature(BASE, 1, dated=DAY0, modified=DAY0 + 5 * day))
+        older = index.check_and_add("a", Signature(BASE ^ 1, 2, dated=DAY0, modified=DAY0 + 2 * day))
+        assert (older.key, older.superseded) == ("b", None)  # the same date: Last-Modified decides
+        newer = index.check_and_add("c", Signature(BASE ^ 2, 3, dated=DAY0, modified=DAY0 + 9 * day))
+        assert (newer.key, newer.superseded) == ("b", "newer")
+        undated = index.check_and_add("d", Signature(BASE ^ 4, 4, modified=DAY0 + 7 * day))
+        assert (undated.key, undated.superseded) == ("c", None)  # no date of its own: Last-Modified decides
+        tie = index.check_and_add("e", Signature(BASE ^ 8, 5, dated=DAY0, modified=DAY0 + 9 * day))
+        assert (tie.key, tie.superseded) == ("c", "newer")  # both tie: checked later
+        unknown = index.check_and_add("f", Signature(BASE ^ 16, 6, dated=DAY0))
+        assert (unknown.key, unknown.superseded) == ("e", "newer")  # a tie, then no Last-Modified
+        earlier = index.check_and_add("g", Signature(BASE ^ 32, 7, dated=DAY0 - day, modified=DAY0 + 99 * day))
+        assert (earlier.key, earlier.superseded) == ("f", None)  # an earlier own date: the rest is not read
+        assert {d.key: d.duplicate_of for d in index.duplicates()} == dict.fromkeys("abcdeg", "f")
 
 
 def test_a_batch_supersedes_as_single_checks_do(any_url):
@@ -119,8 +140,9 @@ def test_explain_says_superseded_by(any_url):
 
 @pytest.mark.parametrize("policy", ["longest", "newest"])
 def test_the_same_decisions_as_the_rule(request, any_url, policy):
-    """Random sequences of near and exact copies, with and without words and dates, decided as
-    the memory index (the rule's reference) decides them: every backend, and the Redis script."""
+    """Random sequences of near and exact copies, with and without words and dates (few, so that
+    they often tie), decided as the memory index (the rule's reference) decides them: every
+    backend, and the Redis script."""
     if any_url == "memory://":
         pytest.skip("the reference itself")
     rng = random.Random(7)
@@ -132,20 +154,15 @@ def test_the_same_decisions_as_the_rule(request, any_url, policy):
             base = rng.choice(bases)
             flipped = base ^ (1 << rng.randrange(64)) if rng.random() < 0.8 else base
             words = rng.choice([None, *range(10, 200, 7)])
-            dated = rng.choice([None, *(DAY0 + timedelta(days=d) for d in range(0, 400, 11))])
+            dated, modified = (rng.choice([None, *(DAY0 + timedelta(days=d) for d in range(0, 40, 11))]) for _ in "ab")
             key = f"https://site.example/{rng.randrange(30)}"
-            batch.append((key, Signature(flipped, flipped, words=words, dated=dated)))
+            batch.append((key, Signature(flipped, flipped, words=words, dated=dated, modified=modified)))
         batches.append(batch)
     outcomes = []
     for url in ("memory://", any_url):
         with SimhashIndex(url, prefer=policy) as index:
             answers = []
             for batch in batches:
-                if policy == "newest":  # undated pages would be dated by the clock: date them all
-                    batch = [
-                        (k, s if s.dated else Signature(s.simhash, s.text_hash, words=s.words, dated=DAY0))
-                        for k, s in batch
-                    ]
                 answers += [(m.key, m.superseded) if m else None for m in index.check_and_add_many(batch)]
             logged = {d.key: (d.duplicate_of, d.superseded) for d in index.duplicates()}
             stored = {key for batch in batches for key, _ in batch if index.get(key) is not None}
@@ -271,3 +288,49 @@ def test_the_setting_names_the_choices_and_takes_a_function():
     assert loaded is prefer_stable
     with pytest.raises(ValueError, match="SIMHASH_PREFER must be first, longest, newest, or a function"):
         PipelineSettings.from_settings(Settings({"SIMHASH_PREFER": "longer"}))
+
+
+# -- crawls of a site's snapshots whose posts share their dates ------------------------------
+
+
+def crawl_snapshots(tmp_path: Path, **site: bool) -> tuple[dict[str, str], CrawlResult]:
+    """Crawl the snapshots (build_snapshots(**site)) with SIMHASH_PREFER=newest, one page at a
+    time and paced, so the pipeline meets them in the order they are fetched: the snapshot of
+    each post that was kept, and the crawl."""
+    root = tmp_path / "site"
+    start = build_snapshots(root, **site)
+    db = f"sqlite:///{tmp_path / 'newest.db'}"
+    with serve(root, delay=0.2) as base:
+        result = crawl(
+            f"{base}/{start}",
+            db,
+            tmp_path / "out",
+            "SIMHASH_PREFER=newest",
+            "DEPTH_PRIORITY=1",
+            "CONCURRENT_REQUESTS=1",
+        )
+        assert result.returncode == 0, result.log[-3000:]
+        with SimhashIndex(db, scheme=None) as index:
+            kept = {}
+            for snapshot in SNAPSHOTS:
+                for post in POSTS:
+                    if index.get(f"{base}/{snapshot}/{post}.html") is not None:
+                        assert post not in kept, f"two snapshots of {post} kept"
+                        kept[post] = snapshot
+    return kept, result
+
+
+def test_a_crawl_of_snapshots_oldest_first_keeps_the_newest_though_their_dates_tie(tmp_path):
+    """Every snapshot of a post says the same date, and its files the same Last-Modified: the
+    page fetched later (the newer snapshot) is kept, superseding the older one each time."""
+    kept, result = crawl_snapshots(tmp_path, same_modified=True)
+    assert kept == dict.fromkeys(POSTS, "2024-11"), result.log[-3000:]
+    assert result.stat("simhash/superseded") == 2 * len(POSTS)
+
+
+def test_a_crawl_of_snapshots_newest_first_keeps_the_newest_by_last_modified(tmp_path):
+    """The posts' dates tie, so their Last-Modified decides: fetched first, the newest snapshot
+    stays, and the older ones fetched after it are its duplicates."""
+    kept, result = crawl_snapshots(tmp_path, newest_first=True)
+    assert kept == dict.fromkeys(POSTS, "2024-11"), result.log[-3000:]
+    assert result.stat("simhash/superseded") == 0 and result.stat("simhash/dropped") == 2 * len(POSTS)

@@ -4,6 +4,7 @@ the skip middleware, the progress line, a quiet log, the exit status, saved site
 from __future__ import annotations
 
 import re
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -348,10 +349,39 @@ def test_links_to_folders_are_their_index_html(tmp_path: Path, sqlite_url: str, 
     assert result.stat("downloader/request_count") == len(pages)  # each page once, nothing retried
 
 
-def test_a_start_url_that_is_neither_a_url_nor_a_path_is_refused(tmp_path: Path, sqlite_url: str) -> None:
-    result = crawl("example.com/no/such/folder", sqlite_url, tmp_path / "run")
+@pytest.mark.parametrize(
+    ("start", "message"),
+    [
+        ("example.com/no/such/folder", "start_url 'example.com/no/such/folder' is neither an http(s) URL nor an"),
+        ("htp://example.com/", "start_url 'htp://example.com/' is not an http(s) URL, a file:// URL or a local"),
+        ("", "start_url is required: scrapy crawl site -a start_url=https://example.com/"),
+    ],
+)
+def test_a_bad_or_missing_start_url_is_one_error_line_and_exit_1(
+    tmp_path: Path, sqlite_url: str, start: str, message: str
+) -> None:
+    result = crawl(start, sqlite_url, tmp_path / "run")
     assert result.returncode == 1
-    assert "is neither an http(s) URL nor an existing file or folder" in result.log
+    assert "Traceback" not in result.log and "never retrieved" not in result.log, result.log[-3000:]
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
+    assert len(errors) == 1 and f"ERROR: cannot start the crawl: {message}" in errors[0], errors
+
+
+def test_a_request_that_gets_no_response_is_one_line(tmp_path: Path, sqlite_url: str) -> None:
+    """A start URL on a closed port, beside one that answers, its robots.txt fetched too: the
+    failure is one line (the URL and the error), counted, and no traceback."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text(page("Home", english_article(41)))
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    with serve(tmp_path / "site") as base:
+        result = crawl(f"{base}/index.html,{closed}", sqlite_url, tmp_path / "run", "ROBOTSTXT_OBEY=True")
+    assert result.returncode == 0, result.log[-3000:]
+    assert "Traceback" not in result.log, result.log[-3000:]
+    failed = [line.partition(" [site] ")[2] for line in result.log.splitlines() if " [site] ERROR: " in line]
+    assert len(failed) == 1 and failed[0].startswith(f"ERROR: cannot fetch {closed}: Connection was refused"), failed
+    assert result.stat("site/fetch_errors") == 1 and result.stat("simhash/kept") == 1
 
 
 @pytest.mark.parametrize("name", ["simhash_index.scrapy.failures", "simhash_index.scrapy.commands.crawl"])

@@ -13,13 +13,15 @@ from conftest import open_stats
 from crawling import REPO, crawl
 from driving import process, start, stop
 from scrapy.exceptions import DropItem
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
-from sites import edit_words, english_article, page
+from sites import edit_words, english_article, page, serve
 
 from simhash_index import Fingerprinter, SimhashIndex
 from simhash_index.scrapy.failures import StartupError, layout_hint, scheme_difference
 from simhash_index.scrapy.middleware import SimhashSkipDuplicatesMiddleware
 from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+from simhash_index.scrapy.settings import KNOWN, PipelineSettings, SkipSettings
 from simhash_index.scrapy.stats import SimhashLogStats
 
 ARTICLE = english_article(21, paragraphs=8, sentences=8)
@@ -333,12 +335,38 @@ def readme_settings_table() -> dict[str, str]:
     return dict(re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \|(.*)\|$", readme, re.MULTILINE))
 
 
-def test_every_setting_is_in_the_readme() -> None:
-    read = set(re.findall(r"SIMHASH_[A-Z_]+", (REPO / "simhash_index/scrapy/settings.py").read_text()))
-    read |= set(re.findall(r"SIMHASH_[A-Z_]+", (REPO / "simhash_index/scrapy/middleware.py").read_text()))
-    read |= {"SIMHASH_ENABLED", "SIMHASH_DATABASE_URL"}
-    documented = readme_settings_table()
-    assert read - {"SIMHASH_"} <= set(documented), sorted(read - set(documented))
+class Recording(Settings):
+    """Settings that note the name of every SIMHASH_* setting read."""
+
+    def __init__(self, values: dict[str, object]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: object) -> object:
+        if isinstance(name, str) and name.startswith("SIMHASH_"):
+            self.read.add(name)
+        return super().__getitem__(name)
+
+
+def test_every_setting_read_is_known_and_in_the_readme() -> None:
+    settings = Recording({})
+    PipelineSettings.from_settings(settings)
+    SkipSettings.from_settings(settings)
+    assert settings.read == set(KNOWN), sorted(settings.read ^ set(KNOWN))
+    assert set(readme_settings_table()) == set(KNOWN)
+
+
+def test_an_unknown_setting_is_a_warning_naming_the_closest_known_one(tmp_path: Path, sqlite_url: str) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text(ARTICLE_HTML)
+    with serve(tmp_path / "site") as base:
+        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run", "SIMHASH_MAX_DISTNCE=3", "SIMHASH_COLOUR=1")
+    assert result.returncode == 0 and result.stat("simhash/kept") == 1, result.log[-3000:]
+    warnings = [line.partition(" WARNING: ")[2] for line in result.log.splitlines() if "unknown setting" in line]
+    assert warnings == [
+        "simhash: unknown setting SIMHASH_COLOUR, ignored: the README's Settings list the known ones",
+        "simhash: unknown setting SIMHASH_MAX_DISTNCE, ignored: did you mean SIMHASH_MAX_DISTANCE?",
+    ]
 
 
 def test_the_readme_says_which_settings_need_a_new_database() -> None:

@@ -1,13 +1,17 @@
-"""The `site` spider: every HTML page of a site, as {url, title, html}.
+"""The `site` spider: every HTML page of a site, as {url, title, html, last_modified}
+(its HTTP Last-Modified, None when the server sends none).
 
 A site is the host and port of an http(s) start URL, or, for a site saved to disk (say by
 `wget --mirror`), a local folder: `-a start_url=PATH` (or `file:///PATH`) crawls every HTML
 file under the folder, and a file start URL the files under its folder. A link to a folder
-(`guide/`) is the folder's index.html, as a web server serves it.
+(`guide/`) is the folder's index.html, as a web server serves it. A request that gets no
+response (a closed port, a failed DNS lookup) is one error line, the URL and the error, and
+counts in `site/fetch_errors`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +19,16 @@ from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import scrapy
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
+from twisted.python.failure import Failure
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 INDEX_FILES = ("index.html", "index.htm")  # what a web server serves for a folder
 HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each
+FETCH_ERRORS = "site/fetch_errors"  # requests that got no response, one log line each
+ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"  # logs a robots.txt it cannot fetch
 
 
 def parse_start_urls(start_url: str | None) -> list[str]:
@@ -86,6 +94,20 @@ def _html_files(url: str) -> list[str]:
     ]
 
 
+def _header(response: Response, name: str) -> str | None:
+    value = response.headers.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
+class _WithoutTraceback(logging.Filter):
+    """Drops the traceback of a log record whose message names the request and the error already
+    (Scrapy's robots.txt middleware logs one for a robots.txt it cannot fetch)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
 class SiteSpider(scrapy.Spider):
     """Follows links within the start URLs' sites and yields one item per HTML page."""
 
@@ -102,6 +124,9 @@ class SiteSpider(scrapy.Spider):
         self.sites = {_site(u) for u in web}
         self.folders = {_file_root(u) for u in self.start_urls if u.startswith("file:")}
         self.links = LinkExtractor()
+        robots = logging.getLogger(ROBOTS_LOGGER)
+        if not any(isinstance(f, _WithoutTraceback) for f in robots.filters):
+            robots.addFilter(_WithoutTraceback())
 
     async def start(self) -> AsyncIterator[Any]:
         """The start URLs, through the duplicate filter (Scrapy's default skips it), so a
@@ -112,7 +137,7 @@ class SiteSpider(scrapy.Spider):
     def start_requests(self) -> Iterator[scrapy.Request]:  # Scrapy before 2.13 calls this instead of start()
         for url in self.start_urls:
             for page in _html_files(url) if url.startswith("file:") and url.endswith("/") else [url]:
-                yield scrapy.Request(page, callback=self.parse)
+                yield scrapy.Request(page, callback=self.parse, errback=self.failed)
 
     def _within(self, url: str) -> bool:
         site = _site(url)
@@ -131,11 +156,21 @@ class SiteSpider(scrapy.Spider):
             "url": response.url,
             "title": (response.css("title::text").get() or "").strip(),
             "html": response.text,
+            "last_modified": _header(response, "Last-Modified"),
         }
         for link in self.links.extract_links(response):
             url = file_page(link.url) if self._within(link.url) else None
             if url is not None:
-                yield response.follow(url, callback=self.parse)
+                yield response.follow(url, callback=self.parse, errback=self.failed)
+
+    def failed(self, failure: Failure) -> None:
+        """A request that got no response: one line, the URL and the error, and counted (a
+        request a middleware refused, robots.txt say, is Scrapy's to log)."""
+        if failure.check(IgnoreRequest):
+            return
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(FETCH_ERRORS)
+        self.logger.error("cannot fetch %s: %s", failure.request.url, failure.getErrorMessage())
 
     def closed(self, reason: str) -> None:
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}

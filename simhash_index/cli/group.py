@@ -58,7 +58,11 @@ class _Group(click.Group):
 FILE_OR_STDIN = click.Path(exists=True, dir_okay=False, allow_dash=True)
 
 
+DB_HELP = "Index URL: sqlite:///path, postgresql://user@host/db or redis://host:6379/0?prefix=P."
+
+
 def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The command's --db, which may come before the command too (`simhash-index --db URL stats`)."""
     return click.option(
         "--db",
         metavar="URL",
@@ -66,8 +70,19 @@ def db_option(command: Callable[..., Any]) -> Callable[..., Any]:
         default=defaults.DATABASE_URL,
         show_default=True,
         show_envvar=True,
-        help="Index URL: sqlite:///path, postgresql://user@host/db or redis://host:6379/0?prefix=P.",
+        callback=_db_before_the_command,
+        help=DB_HELP,
     )(command)
+
+
+def _db_before_the_command(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--db as given after the command, else as given before it, else the environment or the default."""
+    before = ctx.parent.params.get("db") if ctx.parent is not None else None
+    if before is None:
+        return value
+    if ctx.get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE and value != before:
+        raise click.UsageError("--db is given before and after the command, with different URLs: give it once")
+    return str(before)
 
 
 def format_option(
@@ -121,8 +136,10 @@ def open_index(db: str, *, write: bool = False, **options: Any) -> Index:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name=DISTRIBUTION, prog_name="simhash-index")  # read on --version
-def cli() -> None:
+@click.option("--db", metavar="URL", help=DB_HELP + " Before the command, or after it.")
+def cli(db: str | None) -> None:
     """Inspect and query a simhash-index near-duplicate database.
 
-    The database is --db, else $SIMHASH_DATABASE_URL, else sqlite:///simhash.db.
+    The database is --db (before the command or after it), else $SIMHASH_DATABASE_URL, else
+    sqlite:///simhash.db.
     """

@@ -44,8 +44,8 @@ class Signature:
     `text_hash` is the hash of the normalised text. Short texts are
     `exact_only`: simhash on a few words is unreliable, so they match only by
     text_hash. `sketch` verifies simhash candidates before a drop. `words` (the text's
-    length) and `dated` (the page's own date) are what a survivor policy compares
-    (index/prefer.py); neither takes part in equality.
+    length), `dated` (the page's own date) and `modified` (its HTTP Last-Modified) are what a
+    survivor policy compares (index/prefer.py); none takes part in equality.
     """
 
     simhash: int | None
@@ -54,6 +54,7 @@ class Signature:
     exact_only: bool = False
     words: int | None = field(default=None, compare=False)
     dated: datetime | None = field(default=None, compare=False)
+    modified: datetime | None = field(default=None, compare=False)
 
     @property
     def near_simhash(self) -> int | None:

@@ -67,6 +67,7 @@ class Index(ABC):
     policy: Policy
     keep_texts: bool = False  # store_texts keeps pages' texts (open_index(keep_texts=True), ?texts=1)
     read_only: bool = False  # every write is refused (open_index(read_only=True))
+    created: bool = False  # opening it created it: a new, empty index
     _typed: str = ""  # the URL as given, credentials and all: what _scrub takes out of messages
 
     @property
@@ -215,6 +216,12 @@ class Index(ABC):
     @abstractmethod
     def describe(self) -> Description:
         """The backend, schema version and layout."""
+
+    @property
+    def location(self) -> str:
+        """Where the index is, as a user looks for it: an SQLite file's absolute path, else its
+        URL (credentials hidden; a Redis index's with its prefix)."""
+        return self._where
 
     # -- for backends ------------------------------------------------------------------
 

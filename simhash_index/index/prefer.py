@@ -1,12 +1,16 @@
 """The survivor policy: of a page and the stored page it duplicates, which one is kept.
 
 "first" (the default): the stored page, always; the page checked is its duplicate.
-"longest": the page with more words of main text; "newest": the page with the later date
-(its own, Signature.dated, from the page's metadata or the HTTP Last-Modified; else the time
-it was checked or stored). A function `f(new, stored) -> bool` of two Contenders: True keeps
-the new page. A tie, or a length or date not known (a page stored before the index kept
-them), keeps the stored page. When the new page is preferred it supersedes the stored one:
-it is stored, and the stored page becomes its duplicate, with its own duplicates.
+"longest": the page with more words of main text; a tie, or a length not known (a page
+stored before the index kept them), keeps the stored page.
+"newest": the newer page by the evidence of its age (Contender.ages), most telling first:
+its own date (Signature.dated, from its metadata), then its HTTP Last-Modified
+(Signature.modified). The first evidence both pages have and that differs decides; evidence
+they tie on, or that one of them lacks, passes to the next; when none decides, the page
+checked later (the new one: in a crawl, about the one fetched later) is the newer.
+A function `f(new, stored) -> bool` of two Contenders: True keeps the new page.
+When the new page is preferred it supersedes the stored one: it is stored, and the stored
+page becomes its duplicate, with its own duplicates.
 """
 
 from __future__ import annotations
@@ -23,12 +27,18 @@ FUNCTION_REASON = "preferred"
 
 @dataclass(frozen=True)
 class Contender:
-    """A page as a survivor policy compares it: its key, its words of main text (None: not
-    known) and its date (its own, else when it was checked or stored)."""
+    """A page as a survivor policy compares it: its key, its words of main text, its own date
+    and its HTTP Last-Modified (each None when not known)."""
 
     key: str
     words: int | None
-    dated: datetime | None
+    dated: datetime | None = None
+    modified: datetime | None = None
+
+    @property
+    def ages(self) -> tuple[datetime | None, ...]:
+        """The evidence of the page's age, most telling first, as "newest" compares it."""
+        return (self.dated, self.modified)
 
 
 Prefer = Literal["first", "longest", "newest"] | Callable[[Contender, Contender], bool]
@@ -49,10 +59,19 @@ def supersedes(prefer: Prefer, new: Contender, stored: Contender) -> str | None:
     if prefer == "longest":
         won = new.words is not None and stored.words is not None and new.words > stored.words
     elif prefer == "newest":
-        won = new.dated is not None and stored.dated is not None and new.dated > stored.dated
+        won = newer(new, stored)
     else:
         won = bool(prefer(new, stored))
     return (REASONS.get(prefer, FUNCTION_REASON) if isinstance(prefer, str) else FUNCTION_REASON) if won else None
+
+
+def newer(new: Contender, stored: Contender) -> bool:
+    """Whether the new page is the newer: the first of their ages (Contender.ages) that both
+    know and that differ decides; when none does, the new page, checked later, is the newer."""
+    for mine, theirs in zip(new.ages, stored.ages):
+        if mine is not None and theirs is not None and mine != theirs:
+            return mine > theirs
+    return True
 
 
 def name_of(prefer: Prefer) -> str:

@@ -188,15 +188,18 @@ def as_u64(value: object, name: str = "fingerprint") -> int:
 
 def as_signature(fingerprint: object, text_hash: object = None, sketch: object = None) -> Signature:
     """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
-    exact_only, words, dated = False, None, None
+    exact_only, words, dated, modified = False, None, None, None
     if isinstance(fingerprint, Signature):
         given = fingerprint
         fingerprint, text_hash, sketch, exact_only = given.simhash, given.text_hash, given.sketch, given.exact_only
-        words, dated = given.words, given.dated
+        words, dated, modified = given.words, given.dated, given.modified
         if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 0):
             raise ValueError(f"Signature.words must be a count of words (an int, 0 or more); got {words!r}")
-        if dated is not None and not isinstance(dated, datetime):
-            raise TypeError(f"Signature.dated must be a datetime (the page's date); got {type(dated).__name__}")
+        for name, moment in (("dated", dated), ("modified", modified)):
+            if moment is not None and not isinstance(moment, datetime):
+                raise TypeError(
+                    f"Signature.{name} must be a datetime (a date of the page); got {type(moment).__name__}"
+                )
     if fingerprint is None and text_hash is None:
         raise ValueError("fingerprint is None and no text_hash given: a page needs one of them to be stored")
     if sketch is not None and not isinstance(sketch, (bytes, bytearray, memoryview)):
@@ -208,6 +211,7 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         exact_only=bool(exact_only),
         words=words,
         dated=None if dated is None else as_utc(dated),
+        modified=None if modified is None else as_utc(modified),
     )
 
 

@@ -94,10 +94,10 @@ def decide(
 ) -> Decision:
     """Decide a page: `own` is the page stored under its key, `same_text` the stored pages
     with its text hash, `nearby` stored pages that may be within the distance (any superset);
-    `moment`: the time of the check (pages stored before `moment - window` are not seen; the
-    page's date when it has none of its own); `key`: the page's, for a survivor policy that
-    is a function; `complete`: gives a matched page its words and date, when the backend read
-    it without them (called only when the policy is not "first")."""
+    `moment`: the time of the check (pages stored before `moment - window` are not seen);
+    `key`: the page's, for a survivor policy that is a function; `complete`: gives a matched
+    page its words and dates, when the backend read it without them (called only when the
+    policy is not "first")."""
     decision = _decide(signature, own=own, same_text=same_text, nearby=nearby, policy=policy, moment=moment)
     if policy.prefer == "first" or decision.match is None:
         return decision
@@ -105,16 +105,15 @@ def decide(
     assert matched is not None  # a match comes from an accepted verdict
     if complete is not None:
         matched = complete(matched)
-    new = Contender(key, signature.words, signature.dated or moment)
-    reason = supersedes(policy.prefer, new, contender(matched))
+    reason = supersedes(policy.prefer, contender(key, signature), contender(matched.key, matched.signature))
     if reason is None:
         return decision
     return Decision(replace(decision.match, superseded=reason), store=True, checked=decision.checked)
 
 
-def contender(page: StoredPage) -> Contender:
-    """A stored page as a survivor policy compares it: dated by itself, else when stored."""
-    return Contender(page.key, page.signature.words, page.signature.dated or page.stored_at)
+def contender(key: str, signature: Signature) -> Contender:
+    """A page as a survivor policy compares it."""
+    return Contender(key, signature.words, signature.dated, signature.modified)
 
 
 def _decide(

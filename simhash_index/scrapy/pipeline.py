@@ -41,7 +41,7 @@ from .failures import (
 )
 from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
-from .settings import PipelineSettings, enabled
+from .settings import PipelineSettings, enabled, unknown_settings
 from .signals import page_superseded
 from .stats import Outcomes
 from .threads import AWAITS_PIPELINE_COROUTINES, awaitable, for_scrapy, on_next_turn
@@ -53,12 +53,22 @@ logger = logging.getLogger(__name__)
 _RUNNING: WeakKeyDictionary[Crawler, SimhashDedupPipeline] = WeakKeyDictionary()
 
 
-def dated(signature: Signature, adapter: ItemAdapter) -> Signature:
-    """The page's date, when it has none of its own, from the item's `last_modified` (an
-    HTTP Last-Modified value or a datetime); else the index dates it by the time it is checked."""
-    if signature.dated is not None or "last_modified" not in adapter:
+def with_modified(signature: Signature, adapter: ItemAdapter) -> Signature:
+    """The page's Signature with its Last-Modified, from the item's `last_modified` (an HTTP
+    Last-Modified value or a datetime), for the "newest" survivor policy."""
+    if "last_modified" not in adapter:
         return signature
-    return replace(signature, dated=http_date(adapter.get("last_modified")))
+    return replace(signature, modified=http_date(adapter.get("last_modified")))
+
+
+def opened(index: Index | None, stored: int) -> str:
+    """What the crawl deduplicates against: a new index and where it was created (a mistyped
+    path shows here), or an existing one and how many pages it holds."""
+    if index is None:
+        return "no index"
+    if index.created:
+        return f"a new index, created at {index.location} (radius {index.max_distance})"
+    return f"the index at {index.location} holds {stored:,} pages (radius {index.max_distance})"
 
 
 def running_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
@@ -104,6 +114,8 @@ class SimhashDedupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimhashDedupPipeline:
+        for warning in unknown_settings(crawler.settings):
+            logger.warning("%s", warning)
         if not checked(enabled, crawler.settings):
             raise NotConfigured("SIMHASH_ENABLED is False")
         settings = checked(PipelineSettings.from_settings, crawler.settings)
@@ -152,9 +164,8 @@ class SimhashDedupPipeline:
             self._cannot_start(WORKERS_UNAVAILABLE)
             return
         logger.info(
-            "simhash: index %r holds %d pages; %s",
-            self.core.index,
-            self.core.stored_at_start,
+            "simhash: %s; %s",
+            opened(self.core.index, self.core.stored_at_start),
             f"{self.settings.workers} worker processes"
             if self.core.pool
             else "extraction in threads (SIMHASH_WORKERS=0)",
@@ -218,7 +229,7 @@ class SimhashDedupPipeline:
         if page.signature is None:
             return self._unchecked(item, key, page)
         try:
-            match = await awaitable(self.core.decide(key, dated(page.signature, adapter), page.text))
+            match = await awaitable(self.core.decide(key, with_modified(page.signature, adapter), page.text))
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated

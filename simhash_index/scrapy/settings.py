@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,38 @@ from ..workers import default_size
 
 ON_DB_ERROR = ("stop", "pass")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+KNOWN = (  # every setting read (the README's settings table lists each)
+    "SIMHASH_ENABLED",
+    "SIMHASH_DATABASE_URL",
+    "SIMHASH_MAX_DISTANCE",
+    "SIMHASH_MIN_SIMILARITY",
+    "SIMHASH_WINDOW",
+    "SIMHASH_PREFER",
+    "SIMHASH_KEEP_TEXTS",
+    "SIMHASH_FINGERPRINTER",
+    "SIMHASH_MIN_TEXT_LENGTH",
+    "SIMHASH_WORD_WEIGHTS",
+    "SIMHASH_INDEX_LAYOUT",
+    "SIMHASH_BLOCK_ASSIGNMENT",
+    "SIMHASH_URL_FIELD",
+    "SIMHASH_HTML_FIELD",
+    "SIMHASH_TEXT_FIELD",
+    "SIMHASH_KEY",
+    "SIMHASH_CANONICALIZE_URL",
+    "SIMHASH_SKIP_DUPLICATES",
+    "SIMHASH_DROP_LOG_LEVEL",
+    "SIMHASH_ON_DB_ERROR",
+    "SIMHASH_WORKERS",
+    "SIMHASH_WORKER_TIMEOUT",
+    "SIMHASH_BATCH_SIZE",
+    "SIMHASH_CONNECT_TIMEOUT",
+    "SIMHASH_STATEMENT_TIMEOUT",
+    "SIMHASH_EXTRACT_FAVOR",
+    "SIMHASH_EXTRACT_COMMENTS",
+    "SIMHASH_EXTRACT_TABLES",
+    "SIMHASH_EXTRACT_FAST",
+    "SIMHASH_EXTRACT_MAX_BYTES",
+)
 
 
 @dataclass(frozen=True)
@@ -103,6 +136,18 @@ def _prefer(raw: object) -> Prefer:
             f"import path; got {raw!r}"
         ) from None
     return raw  # type: ignore[return-value]
+
+
+def unknown_settings(settings: BaseSettings) -> list[str]:
+    """A warning for each SIMHASH_* setting that nothing reads (a misspelt name would be ignored
+    without a word), naming the known setting closest to it."""
+    known = {name.removeprefix("SIMHASH_"): name for name in KNOWN}
+    warnings = []
+    for name in sorted(n for n in settings if isinstance(n, str) and n.startswith("SIMHASH_") and n not in KNOWN):
+        closest = difflib.get_close_matches(name.removeprefix("SIMHASH_"), known, n=1)
+        hint = f"did you mean {known[closest[0]]}?" if closest else "the README's Settings list the known ones"
+        warnings.append(f"simhash: unknown setting {name}, ignored: {hint}")
+    return warnings
 
 
 def enabled(settings: BaseSettings) -> bool:

@@ -43,6 +43,7 @@ class MemoryIndex(Index):
         self.url = url
         self.policy = policy
         self.keep_texts = keep_texts
+        self.created = True  # nothing outlives the object
         self.scheme = scheme or DEFAULT.scheme
         self._lock = threading.RLock()
         self._order = itertools.count(1)

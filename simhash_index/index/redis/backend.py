@@ -159,7 +159,10 @@ class RedisIndex(Index):
 
     def _open(self, scheme: str | None, create: bool) -> str:
         with self._talking():
-            version, recorded = self._run("open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0")
+            version, recorded, created = self._run(
+                "open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0"
+            )
+        self.created = created == 1
         where = self._where
         if version is None and not create:
             raise IndexNotFoundError(f"{where} holds no simhash index: is it the right server, database and prefix?")

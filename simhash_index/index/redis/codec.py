@@ -32,9 +32,9 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
-def page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str, str, str]:
+def page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str, str, str, str]:
     """A page as the script takes it: key, fingerprint, text_hash, sketch, exact_only, words,
-    dated (microseconds; '' for not known)."""
+    dated, modified (microseconds; '' for not known)."""
     return (
         key.encode("utf-8"),
         hex_or_empty(signature.simhash),
@@ -43,6 +43,7 @@ def page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, s
         "1" if signature.exact_only else "0",
         "" if signature.words is None else str(signature.words),
         "" if signature.dated is None else str(micros(signature.dated)),
+        "" if signature.modified is None else str(micros(signature.modified)),
     )
 
 
@@ -79,7 +80,7 @@ def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
 
 def stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature:
     fingerprint, text_hash = doc.get(b"fingerprint"), doc.get(b"text_hash")
-    words, dated = doc.get(b"words"), doc.get(b"dated")
+    words, dated, modified = doc.get(b"words"), doc.get(b"dated"), doc.get(b"modified")
     return Signature(
         int(fingerprint, 16) if fingerprint else None,
         int(text_hash, 16) if text_hash else None,
@@ -87,4 +88,5 @@ def stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature
         exact_only=doc.get(b"exact_only") == b"1",
         words=int(words) if words else None,
         dated=moment(dated) if dated else None,
+        modified=moment(modified) if modified else None,
     )

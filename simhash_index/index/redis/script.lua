@@ -77,7 +77,7 @@ end
 -- (unless exact-only) and its text set.
 -- The sketch has a key of its own: in the hash, a 256-byte value would make Redis
 -- give up the hash's compact encoding (hash-max-listpack-value is 64), doubling its size.
--- `merit`: {words, dated} of the page ('' for not known), what a survivor policy compares.
+-- `merit`: {words, dated, modified} of the page ('' for not known), what a survivor policy compares.
 local function put(id, key, fp, th, sketch, exact_only, now, replacing, merit)
   local doc = doc_key(id)
   if replacing then redis.call('DEL', doc, P .. 'sketch:' .. id) end
@@ -88,6 +88,7 @@ local function put(id, key, fp, th, sketch, exact_only, now, replacing, merit)
   if fp ~= '' and exact_only == '1' then table.insert(fields, 'exact_only'); table.insert(fields, '1') end
   if merit[1] ~= '' then table.insert(fields, 'words'); table.insert(fields, merit[1]) end
   if merit[2] ~= '' then table.insert(fields, 'dated'); table.insert(fields, merit[2]) end
+  if merit[3] ~= '' then table.insert(fields, 'modified'); table.insert(fields, merit[3]) end
   redis.call('HSET', doc, unpack(fields))
   if fp ~= '' and exact_only ~= '1' then
     local score = weight(fp)
@@ -248,15 +249,22 @@ local function find_match(fp, th, sketch, exact_only, max_distance, min_similari
 end
 
 -- Why the new page wins over stored page `id` under the survivor policy (index/prefer.py, the
--- specification): 'longer', 'newer', or nil when the stored page stays (a tie, or not known).
-local function preferred(prefer, id, merit, now)
+-- specification): 'longer', 'newer', or nil when the stored page stays.
+local function preferred(prefer, id, merit)
   if prefer == 'longest' then
     local stored = redis.call('HGET', doc_key(id), 'words')
     if merit[1] ~= '' and stored and tonumber(merit[1]) > tonumber(stored) then return 'longer' end
   elseif prefer == 'newest' then
-    local stored = redis.call('HMGET', doc_key(id), 'dated', 'stored_at')
-    local new = merit[2] ~= '' and merit[2] or now
-    if tonumber(new) > tonumber(stored[1] or stored[2]) then return 'newer' end
+    -- the first of the ages (own date, Last-Modified) both know that differ decides; else the new page
+    local stored = redis.call('HMGET', doc_key(id), 'dated', 'modified')
+    for level = 1, 2 do
+      local mine, theirs = merit[level + 1], stored[level]
+      if mine ~= '' and theirs and tonumber(mine) ~= tonumber(theirs) then
+        if tonumber(mine) > tonumber(theirs) then return 'newer' end
+        return nil
+      end
+    end
+    return 'newer'
   end
   return nil
 end
@@ -297,7 +305,7 @@ local function check(key, fp, th, sketch, exact_only, max_distance, min_similari
     store(key, fp, th, sketch, exact_only, now, merit)
     return false
   end
-  local reason = preferred(prefer, match.id, merit, now)
+  local reason = preferred(prefer, match.id, merit)
   if reason then
     local new_id = store(key, fp, th, sketch, exact_only, now, merit)
     supersede(key, new_id, match, reason, now, max_distance)
@@ -346,24 +354,26 @@ end
 if command == 'check' then
   -- now, max_distance, min_similarity, window (microseconds, '' for none), survivor policy
   -- ('first', 'longest' or 'newest'), then key, fingerprint, text_hash, sketch, exact_only, words,
-  -- dated (microseconds) of each page: checked in order, a page seeing those before it; one answer a page
+  -- dated, modified (microseconds) of each page: checked in order, a page seeing those before it;
+  -- one answer a page
   local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
   local since = nil
   if ARGV[6] ~= '' then since = tonumber(now) - tonumber(ARGV[6]) end
   local prefer = ARGV[7]
   local answers = {}
-  for i = 8, #ARGV, 7 do
+  for i = 8, #ARGV, 8 do
     table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance,
-      min_similarity, now, since, {ARGV[i + 5], ARGV[i + 6]}, prefer))
+      min_similarity, now, since, {ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]}, prefer))
   end
   return answers
 elseif command == 'store' then
-  -- now, then key, fingerprint, text_hash, sketch, exact_only, words, dated of each page: stored in order
+  -- now, then key, fingerprint, text_hash, sketch, exact_only, words, dated, modified of each page:
+  -- stored in order
   local now = ARGV[3]
-  for i = 4, #ARGV, 7 do
-    store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now, {ARGV[i + 5], ARGV[i + 6]})
+  for i = 4, #ARGV, 8 do
+    store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now, {ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]})
   end
-  return (#ARGV - 3) / 7
+  return (#ARGV - 3) / 8
 elseif command == 'near' then
   -- fingerprint, max_distance: {key, fingerprint, distance} of each page near it
   local out = {}
@@ -424,11 +434,14 @@ elseif command == 'texts' then
   end
   return (#ARGV - 2) / 2
 elseif command == 'open' then
-  -- schema_version, scheme, create: records what is missing when asked to; returns what is recorded
+  -- schema_version, scheme, create: records what is missing when asked to; returns what is
+  -- recorded, and 1 when this call created the index
+  local created = 0
   if ARGV[5] == '1' then
-    redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[3])
+    created = redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[3])
     redis.call('HSETNX', P .. 'meta', 'scheme', ARGV[4])
   end
-  return redis.call('HMGET', P .. 'meta', 'schema_version', 'scheme')
+  local recorded = redis.call('HMGET', P .. 'meta', 'schema_version', 'scheme')
+  return {recorded[1], recorded[2], created}
 end
 return redis.error_reply('simhash_index: unknown command ' .. tostring(command))

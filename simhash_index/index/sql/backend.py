@@ -52,7 +52,7 @@ from .engine import (
 )
 from .layouts import Layout
 from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup
-from .opening import layout_in_url, make_parent_folder, open_tables
+from .opening import add_modified, layout_in_url, make_parent_folder, open_tables
 from .schema import tables
 from .statements import (
     MARKS,
@@ -118,17 +118,27 @@ class SqlIndex(Index):
                 opened = open_tables(
                     conn, self.url, scheme=scheme, default_scheme=DEFAULT.scheme, layout=layout, create=create
                 )
+            if opened.lacks_modified and not access.read_only:
+                with self.transaction() as conn:
+                    add_modified(conn)
             self.layout = opened.layout
             if not radius_chosen and self.max_distance > self.layout.max_radius:
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)
             self.layout.check_radius(self.max_distance)
         self.scheme = opened.scheme
+        self.created = opened.created
         self._version = opened.version
         self._evidence = opened.evidence
         self.tables = tables(self.layout, evidence=self._evidence)
         self.lookup: Lookup = (
             MemoryLookup(self.layout, self.transaction) if lookup == "memory" else TableLookup(self.layout)
         )
+
+    @property
+    def location(self) -> str:
+        if self.dialect == "sqlite" and not is_memory(self.sqlalchemy_url):
+            return str(sqlite_path(self.sqlalchemy_url).absolute())
+        return self.url
 
     # -- connections -----------------------------------------------------------------
 

@@ -184,16 +184,19 @@ class Stored:
         return page
 
     def complete(self, page: StoredPage) -> StoredPage:
-        """A page read from the database, with its words and date (for a survivor policy)."""
+        """A page read from the database, with its words and dates (for a survivor policy)."""
         if page.order >= _BATCH_ORDER:  # stored by this batch: its Signature has them
             return page
         dialect = self._conn.dialect.name
         mark = MARKS[self._conn.dialect.paramstyle]
-        rows = fetch(self._conn, f"SELECT words, dated FROM simhash_documents WHERE id = {mark}", (page.order,))
+        statement = f"SELECT words, dated, modified FROM simhash_documents WHERE id = {mark}"
+        rows = fetch(self._conn, statement, (page.order,))
         if not rows:
             return page
-        words, dated = rows[0]
-        signature = replace(page.signature, words=words, dated=read_time(dialect, dated))
+        words, dated, modified = rows[0]
+        signature = replace(
+            page.signature, words=words, dated=read_time(dialect, dated), modified=read_time(dialect, modified)
+        )
         return replace(page, signature=signature)
 
     def row_id(self, key: str) -> int | None:

@@ -9,16 +9,20 @@ drops logged before), and the layout ("halves") is recorded.
 3 -> 4: the duplicates log gains the search radius of each drop (NULL before): one nullable
 column, instant on both databases.
 4 -> 5: the documents gain each page's words and date, and the duplicates log why a page was
-superseded: three nullable columns, instant on both databases (NULL: not known, and a survivor
-policy keeps such a stored page).
+superseded: three nullable columns, instant on both databases (NULL: not known).
+Version 5 then gained one optional column, the documents' `modified` (each page's HTTP
+Last-Modified, NULL: not known), added when an index is opened to write (add_modified)
+without changing its version: older simhash-index versions name the columns they read and
+write, so they go on reading and writing such an index (their rows' `modified` is NULL).
 """
 
 from __future__ import annotations
 
+from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 from .layouts import Layout
-from .schema import SCHEMA_VERSION, tables
+from .schema import DOCUMENTS, MODIFIED, SCHEMA_VERSION, tables
 from .table_indexes import build_missing_indexes
 
 UPGRADABLE = ("1", "2", "3", "4")  # schema versions this version upgrades to SCHEMA_VERSION
@@ -33,11 +37,27 @@ def upgrade(conn: Connection, version: str) -> None:
         _from_version_2(conn)
     if version in ("1", "2", "3"):
         conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN radius SMALLINT")
-    timestamp = "INTEGER" if conn.dialect.name == "sqlite" else "TIMESTAMP WITH TIME ZONE"  # schema.Timestamp
     conn.exec_driver_sql("ALTER TABLE simhash_documents ADD COLUMN words INTEGER")
-    conn.exec_driver_sql(f"ALTER TABLE simhash_documents ADD COLUMN dated {timestamp}")
+    conn.exec_driver_sql(f"ALTER TABLE simhash_documents ADD COLUMN dated {_timestamp(conn)}")
     conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN superseded TEXT")
     conn.exec_driver_sql(f"UPDATE simhash_meta SET value = '{SCHEMA_VERSION}' WHERE name = 'schema_version'")
+
+
+def has_modified(conn: Connection) -> bool:
+    """Whether the documents have the `modified` column."""
+    return any(column["name"] == MODIFIED for column in inspect(conn).get_columns(DOCUMENTS))
+
+
+def add_modified(conn: Connection) -> None:
+    """Give the documents the `modified` column when they lack it (one nullable column: instant
+    on both databases), in the caller's transaction."""
+    if not has_modified(conn):
+        conn.exec_driver_sql(f"ALTER TABLE {DOCUMENTS} ADD COLUMN {MODIFIED} {_timestamp(conn)}")
+
+
+def _timestamp(conn: Connection) -> str:
+    """The SQL type of schema.Timestamp."""
+    return "INTEGER" if conn.dialect.name == "sqlite" else "TIMESTAMP WITH TIME ZONE"
 
 
 def _from_version_1(conn: Connection) -> None:

@@ -33,6 +33,8 @@ class Opened:
     version: str
     scheme: str
     layout: Layout
+    lacks_modified: bool = False  # a version 5 index without the `modified` column (migrate.add_modified)
+    created: bool = False  # open_tables created the tables
 
     @property
     def evidence(self) -> tuple[str, ...]:
@@ -70,6 +72,7 @@ def open_tables(
     if create:
         lock_schema(conn)
     meta = stored_meta(conn)
+    created = meta is None
     if meta is None:
         if not create:
             raise IndexNotFoundError(f"{shown} has no simhash tables: is it the right database?")
@@ -119,7 +122,17 @@ def open_tables(
             conn.execute(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}
             )
-    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found)
+        if version == SCHEMA_VERSION:
+            migrate.add_modified(conn)
+    lacks_modified = version == SCHEMA_VERSION and not create and not migrate.has_modified(conn)
+    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found, lacks_modified, created)
+
+
+def add_modified(conn: Connection) -> None:
+    """The documents gain the `modified` column, for an index opened to write without `create`
+    (open_tables adds it otherwise); the caller's transaction writes."""
+    lock_schema(conn)
+    migrate.add_modified(conn)
 
 
 def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:

@@ -5,11 +5,13 @@ complement). The documents table's lookup columns and indexes depend on its layo
 (layouts.py): block0..block3 with an index each ("blocks"), or two expression indexes
 on the fingerprint's halves ("halves").
 
-Schema versions: 5 keeps each page's words and date (what a survivor policy compares) and
-logs why a superseded page was superseded; 4 logs the search radius each duplicate was found at; 3 records the
-layout (`layout`, `block_assignment` in simhash_meta) and logs each duplicate's fingerprint
-and similarity; 2 is a "halves" index without those columns; 1 is older. Older versions are
-read as they are and upgraded in place when opened to write (migrate.py).
+Schema versions: 5 keeps each page's words and dates (what a survivor policy compares) and
+logs why a superseded page was superseded (its `modified` column came later, without a new
+version: a version 5 index may lack it until opened to write); 4 logs the search radius each
+duplicate was found at; 3 records the layout (`layout`, `block_assignment` in simhash_meta)
+and logs each duplicate's fingerprint and similarity; 2 is a "halves" index without those
+columns; 1 is older. Older versions are read as they are and upgraded in place when opened to
+write (migrate.py).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ _EVIDENCE_TYPES: dict[str, Any] = {
     "superseded": Text,
 }
 DOCUMENTS = "simhash_documents"
+MODIFIED = "modified"
 KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
 
 
@@ -115,8 +118,9 @@ def tables(layout: Layout, *, evidence: tuple[str, ...] = EVIDENCE) -> Tables:
         Column("text_hash", BigInteger),
         Column("sketch", LargeBinary),
         Column("stored_at", Timestamp, nullable=False),
-        Column("words", Integer),  # the text's length and the page's own date, for a survivor policy
+        Column("words", Integer),  # the text's length, its own date and its Last-Modified: for a survivor policy
         Column("dated", Timestamp),
+        Column(MODIFIED, Timestamp),  # added to version 5 indexes when opened to write (migrate.add_modified)
         # expression indexes name no column: they join the table here
         *(Index(f"ix_simhash_documents_{name}", text(e)) for name, e in HALF_KEYS.items() if layout.name == "halves"),
     )

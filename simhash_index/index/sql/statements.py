@@ -39,6 +39,7 @@ def document_columns(layout: Layout) -> tuple[str, ...]:
         "stored_at",
         "words",
         "dated",
+        "modified",
     )
 
 
@@ -111,7 +112,7 @@ def document_row(
         signature.sketch,
         stored_at,
         signature.words,
-        None if signature.dated is None else db_time(dialect, signature.dated),
+        *(None if moment is None else db_time(dialect, moment) for moment in (signature.dated, signature.modified)),
     )
 
 

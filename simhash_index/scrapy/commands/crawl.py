@@ -3,7 +3,8 @@
 Scrapy exits 0 whatever the finish reason. A crawl whose index could not be opened (or
 failed with SIMHASH_ON_DB_ERROR=stop) deduplicated nothing, and one that got no response
 at all (no network, a wrong start URL), or only error pages (a start URL that is a 404),
-fetched nothing useful: a script running it must be able to tell. Enable with
+fetched nothing useful: a script running it must be able to tell. A spider that refuses its
+arguments (`-a start_url=htp://...`) is one error line, not a traceback. Enable with
 `COMMANDS_MODULE = "simhash_index.scrapy.commands"` (an add-on cannot: Scrapy loads its
 commands before add-ons).
 """
@@ -11,7 +12,9 @@ commands before add-ons).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+from functools import partial
 from typing import Any
 
 from scrapy.commands import crawl
@@ -19,6 +22,7 @@ from scrapy.exceptions import UsageError
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from ...errors import one_line
 from ..failures import FAILURE_REASONS, StartupError
 
 logger = logging.getLogger(__name__)
@@ -37,12 +41,14 @@ class Command(crawl.Command):
             )
         assert self.crawler_process is not None
         crawler = self.crawler_process.create_crawler(args[0])
-        failed: list[Failure] = []
+        failed: list[object] = []
         started = self.crawler_process.crawl(crawler, **opts.spargs)
-        if isinstance(started, Deferred):  # Scrapy < 2.14; later ones log a failed start themselves
+        if isinstance(started, Deferred):
             started.addErrback(_failed_start, failed)
+        elif isinstance(started, asyncio.Future):
+            started.add_done_callback(partial(_failed_task, failed=failed))
         self.crawler_process.start()
-        stats = crawler.stats.get_stats() if crawler.stats is not None else {}
+        stats = crawl_stats(crawler)
         reason = stats.get("finish_reason")
         if self.crawler_process.bootstrap_failed or failed or reason in FAILURE_REASONS:
             self.exitcode = 1
@@ -57,11 +63,39 @@ class Command(crawl.Command):
             logger.warning("%s", nothing_fetched_message(stats))
 
 
-def _failed_start(failure: Failure, failed: list[Failure]) -> Failure | None:
-    """Notes a crawl that failed to start (Scrapy < 2.14). A bad setting of ours is logged as
-    one line already: its traceback is dropped."""
+def crawl_stats(crawler: Any) -> dict[str, Any]:
+    """The crawl's stats; none when it never started."""
+    try:
+        stats = crawler.stats
+    except RuntimeError:  # Scrapy >= 2.14: not set before the crawl starts
+        return {}
+    return stats.get_stats() if stats is not None else {}
+
+
+def _failed_start(failure: Failure, failed: list[object]) -> None:
+    """Notes and reports a crawl that failed to start (a Deferred's failure)."""
     failed.append(failure)
-    return None if _from_startup_error(failure.value) else failure
+    report_failed_start(failure.value)
+
+
+def _failed_task(task: asyncio.Future[Any], failed: list[object]) -> None:
+    """Notes and reports a crawl that failed to start (an asyncio task's exception, which
+    asyncio would otherwise print with its traceback as "never retrieved")."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        failed.append(exc)
+        report_failed_start(exc)
+
+
+def report_failed_start(exc: BaseException | None) -> None:
+    """One error line for a crawl that could not start. A bad setting of ours was logged
+    already; a spider's refusal of its arguments (a ValueError: `-a start_url=htp://...`)
+    needs no traceback; anything else keeps it."""
+    if exc is None or _from_startup_error(exc):
+        return
+    if isinstance(exc, ValueError):
+        logger.error("cannot start the crawl: %s", one_line(exc))
+    else:
+        logger.error("cannot start the crawl: %s: %s", type(exc).__name__, one_line(exc), exc_info=exc)
 
 
 def _from_startup_error(exc: BaseException | None) -> bool:
