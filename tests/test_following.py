@@ -119,7 +119,7 @@ def test_rows_written_by_plain_sql_and_bulk_loads_are_seen(url, writers):
 def test_a_writer_behind_the_trimmed_log_builds_its_index_again(writers, monkeypatch):
     a, b = writers
     monkeypatch.setattr(changes, "KEEP", 20)
-    monkeypatch.setattr("simhash_index.index.sql.lookup.TRIM_EVERY", 5)
+    monkeypatch.setattr(changes, "TRIM_EVERY", 5)
     for n in range(60):  # each trim keeps the last 20 entries: a falls behind the floor
         b.check_and_add(f"https://b.example/{n}", (n * 0x9E37_79B9_7F4A_7C15) % 2**64)
     b.check_and_add("https://b.example/page", BASE)
@@ -175,3 +175,37 @@ def test_a_writer_waits_for_the_writer_lock_then_sees_what_its_holder_committed(
             assert checking.is_alive()  # waiting for the lock
         checking.join(timeout=60)
     assert answers == ["https://b.example/page"]
+
+
+def test_the_change_log_stays_short_whoever_writes(url, monkeypatch):
+    """Writers trim the log now and then, whatever their lookup, and bulk loads too."""
+    monkeypatch.setattr(changes, "KEEP", 20)
+    monkeypatch.setattr(changes, "TRIM_EVERY", 10)
+    with SimhashIndex(url, lookup="sql") as index:
+        index.add_many(
+            ((f"https://bulk.example/{n}", n * 0x9E37_79B9_7F4A_7C15 % 2**64) for n in range(200)), batch_size=10
+        )
+        for start in range(0, 100, 10):
+            index.check_and_add_many(
+                (f"https://check.example/{n}", n * 0xC2B2_AE3D_27D4_EB4F % 2**64) for n in range(start, start + 10)
+            )
+        with index.transaction(write=False) as conn:
+            logged = conn.exec_driver_sql("SELECT count(*) FROM simhash_changes").scalar_one()
+    assert 0 < logged <= 20 + 10
+
+
+def test_threads_sharing_one_writer_decide_one_batch_at_a_time(url):
+    """Several threads on one index object, each with a copy of every group's page: its in-memory
+    lookup follows one batch at a time, and one page of each group is stored."""
+    bases = [g * 0x9E37_79B9_7F4A_7C15 % 2**64 for g in range(1, 41)]  # some 32 bits apart
+    copies = [
+        [(f"https://t{t}.example/{g}", Signature(fp ^ 1 << t, g)) for g, fp in enumerate(bases)] for t in range(4)
+    ]
+    with SimhashIndex(url) as index:
+        threads = [threading.Thread(target=index.check_and_add_many, args=(pages,)) for pages in copies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        stored = [key for pages in copies for key, _ in pages if index.get(key) is not None]
+    assert len(stored) == 40 and len({key.rsplit("/", 1)[1] for key in stored}) == 40

@@ -35,7 +35,7 @@ from ..records import (
     now,
 )
 from ..texts import TextSizes
-from . import batch, bulk, forgetting
+from . import batch, bulk, changes, forgetting
 from . import texts as kept_texts
 from .engine import (
     DEFAULT_ACCESS,
@@ -102,6 +102,8 @@ class SqlIndex(Index):
         self.read_only = access.read_only
         self.keep_texts = keep_texts
         self._load = bulk.NO_LOAD
+        self._written = 0  # rows written since the change log was last trimmed
+        self._deciding = threading.Lock()  # one batch at a time follows the table in this process
         self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
         if create:
@@ -227,6 +229,10 @@ class SqlIndex(Index):
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         """Under the writer lock: follow the table (the lookup), decide, write, commit."""
         self._writable()
+        with self._deciding:
+            return self._decide(pages)
+
+    def _decide(self, pages: Sequence[Page]) -> list[Match | None]:
         lookup = self.lookup
         for _ in range(CATCH_UP_TRIES):
             lookup.prepare()
@@ -238,11 +244,21 @@ class SqlIndex(Index):
                     conn, self.layout, pages, self.policy, now(), evidence=self._evidence, near=lookup.near
                 )
                 lookup.wrote(conn)
+                self._trim_now_and_then(conn, len(pages))
             lookup.committed()
             return answers
         raise IndexUnavailableError(
             f"{self.url} changed faster than this writer could follow it {CATCH_UP_TRIES} times in a row"
         )
+
+    def _trim_now_and_then(self, conn: Connection, written: int, *, locked: bool = True) -> None:
+        """Every changes.TRIM_EVERY rows this process wrote, trim the change log (under the writer lock)."""
+        self._written += written
+        if self._written >= changes.TRIM_EVERY and changes.installed(conn):
+            if not locked:
+                lock_writers(conn)
+            changes.trim(conn)
+            self._written = 0
 
     @property
     def keys_unique(self) -> bool:
@@ -270,6 +286,7 @@ class SqlIndex(Index):
                 execute_many(
                     conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
                 )
+            self._trim_now_and_then(conn, len(rows), locked=False)
 
     def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
         self._writable()

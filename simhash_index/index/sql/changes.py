@@ -35,6 +35,7 @@ from .statements import RawConnection, fetch
 CHANGES = "simhash_changes"
 EPOCH, FLOOR = "changes_epoch", "changes_floor"  # simhash_meta names
 KEEP = 200_000  # log entries kept (at least); a writer further behind builds its index again
+TRIM_EVERY = KEEP // 4  # rows a process writes between two trims of the log
 BEHIND = 100_000  # more new entries than this at a catch-up: building anew is as cheap
 
 _SQLITE = (
@@ -236,5 +237,8 @@ def _meta_value(conn: Connection | RawConnection, name: str) -> str | None:
 
 def _meta(conn: Connection, name: str, value: str) -> None:
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    conn.exec_driver_sql(f"DELETE FROM simhash_meta WHERE name = {mark}", (name,))
-    conn.exec_driver_sql(f"INSERT INTO simhash_meta (name, value) VALUES ({mark}, {mark})", (name, value))
+    conn.exec_driver_sql(
+        f"INSERT INTO simhash_meta (name, value) VALUES ({mark}, {mark}) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        (name, value),
+    )

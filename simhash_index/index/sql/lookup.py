@@ -35,7 +35,6 @@ LookupName = Literal["memory", "sql"]
 LOOKUPS: tuple[LookupName, ...] = get_args(LookupName)
 STALE_SHARE = 4  # build anew once more fingerprints left the table than a quarter of those held
 MIN_STALE = 10_000
-TRIM_EVERY = changes.KEEP // 4  # log entries followed between two trims of the log
 
 NearPages = Callable[[Connection, Sequence[Signature], int], list[list[StoredPage]]]
 Transaction = Callable[..., AbstractContextManager[Connection]]
@@ -94,7 +93,6 @@ class MemoryLookup:
         self._mark: changes.Mark | None = None
         self._stale = 0
         self._own: changes.Changes | None = None
-        self._untrimmed = 0
         self.builds = 0  # times the index was built from the table
 
     def prepare(self) -> None:
@@ -141,9 +139,6 @@ class MemoryLookup:
         if self._mark is None:
             return
         self._own = changes.written(conn, self._mark)
-        if self._untrimmed + len(self._own.added) + self._own.removed >= TRIM_EVERY:
-            changes.trim(conn)
-            self._untrimmed = 0
 
     def committed(self) -> None:
         if self._own is not None:
@@ -154,7 +149,6 @@ class MemoryLookup:
         if self.index is not None:
             self.index.add(found.added)
         self._stale += found.removed
-        self._untrimmed += len(found.added) + found.removed
         self._mark = found.mark
 
 
