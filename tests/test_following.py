@@ -132,7 +132,8 @@ def test_an_index_without_the_change_feed_gets_it_when_written(url):
     with SimhashIndex(url) as first:
         first.check_and_add("https://a.example/page", BASE)
         postgres = url.startswith("postgresql")
-    drops = ["DROP TABLE simhash_changes", "DELETE FROM simhash_meta WHERE name IN ('changes_epoch', 'changes_floor')"]
+    feed = "('changes_epoch', 'changes_floor', 'changes_feed')"
+    drops = ["DROP TABLE simhash_changes", f"DELETE FROM simhash_meta WHERE name IN {feed}"]
     drops += (
         ["DROP TRIGGER simhash_documents_changes ON simhash_documents"]
         if postgres

@@ -35,7 +35,7 @@ from ..records import (
     now,
 )
 from ..texts import TextSizes
-from . import batch, bulk, changes, forgetting
+from . import bulk, forgetting
 from . import texts as kept_texts
 from .engine import (
     DEFAULT_ACCESS,
@@ -44,7 +44,6 @@ from .engine import (
     Access,
     call_deadline,
     is_memory,
-    lock_writers,
     open_engine,
     open_read_engine,
     parse_url,
@@ -66,9 +65,9 @@ from .statements import (
     row_page,
     upsert_documents,
 )
+from .writing import Writer
 
 STREAM_ROWS = 1000  # rows fetched at a time by listings
-CATCH_UP_TRIES = 3  # builds of the in-memory lookup a batch may need before it gives up
 
 
 class SqlIndex(Index):
@@ -102,7 +101,6 @@ class SqlIndex(Index):
         self.read_only = access.read_only
         self.keep_texts = keep_texts
         self._load = bulk.NO_LOAD
-        self._written = 0  # rows written since the change log was last trimmed
         self._deciding = threading.Lock()  # one batch at a time follows the table in this process
         self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
@@ -135,6 +133,7 @@ class SqlIndex(Index):
         self.lookup: Lookup = (
             MemoryLookup(self.layout, self.transaction) if lookup == "memory" else TableLookup(self.layout)
         )
+        self.writer = Writer(self.transaction, self.layout, self.lookup, self._evidence, self.url)
 
     @property
     def location(self) -> str:
@@ -227,38 +226,10 @@ class SqlIndex(Index):
         return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
-        """Under the writer lock: follow the table (the lookup), decide, write, commit."""
+        """Atomically, seeing every committed page (writing.py)."""
         self._writable()
         with self._deciding:
-            return self._decide(pages)
-
-    def _decide(self, pages: Sequence[Page]) -> list[Match | None]:
-        lookup = self.lookup
-        for _ in range(CATCH_UP_TRIES):
-            lookup.prepare()
-            with self.transaction() as conn:
-                lock_writers(conn)
-                if not lookup.catch_up(conn):
-                    continue  # the table moved past what the lookup can follow: build it anew
-                answers = batch.check_and_add_many(
-                    conn, self.layout, pages, self.policy, now(), evidence=self._evidence, near=lookup.near
-                )
-                lookup.wrote(conn)
-                self._trim_now_and_then(conn, len(pages))
-            lookup.committed()
-            return answers
-        raise IndexUnavailableError(
-            f"{self.url} changed faster than this writer could follow it {CATCH_UP_TRIES} times in a row"
-        )
-
-    def _trim_now_and_then(self, conn: Connection, written: int, *, locked: bool = True) -> None:
-        """Every changes.TRIM_EVERY rows this process wrote, trim the change log (under the writer lock)."""
-        self._written += written
-        if self._written >= changes.TRIM_EVERY and changes.installed(conn):
-            if not locked:
-                lock_writers(conn)
-            changes.trim(conn)
-            self._written = 0
+            return self.writer.check_and_add_many(pages, self.policy, self.dialect)
 
     @property
     def keys_unique(self) -> bool:
@@ -286,7 +257,7 @@ class SqlIndex(Index):
                 execute_many(
                     conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
                 )
-            self._trim_now_and_then(conn, len(rows), locked=False)
+            self.writer.wrote(conn, len(rows), locked=False)
 
     def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
         self._writable()

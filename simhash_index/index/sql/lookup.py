@@ -113,12 +113,17 @@ class MemoryLookup:
 
     def catch_up(self, conn: Connection) -> bool:
         self._own = None
+        return self.follow(conn) is not None and self.index is not None
+
+    def follow(self, conn: Connection) -> changes.Changes | None:
+        """Follow what was committed since the last look (by other writers: this transaction's
+        own rows wait for its commit); None when the lookup can no longer follow the table."""
         found = None if self._mark is None else changes.since(conn, self._mark)
         if found is None:
             self.index = None
-            return False
+            return None
         self._follow(found)
-        return self.index is not None
+        return found
 
     def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
         found: list[list[StoredPage]] = [[] for _ in signatures]
