@@ -18,7 +18,7 @@ from sqlalchemy import create_engine
 
 from simhash_index import Signature, SimhashIndex
 from simhash_index.index.records import now
-from simhash_index.index.sql import changes
+from simhash_index.index.sql import changes, writing
 from simhash_index.index.sql.engine import lock_writers
 from simhash_index.index.sql.statements import MARKS, db_time, document_row, execute_many, upsert_documents
 
@@ -210,3 +210,55 @@ def test_threads_sharing_one_writer_decide_one_batch_at_a_time(url):
             thread.join(timeout=60)
         stored = [key for pages in copies for key, _ in pages if index.get(key) is not None]
     assert len(stored) == 40 and len({key.rsplit("/", 1)[1] for key in stored}) == 40
+
+
+def test_postgres_a_batch_decided_before_the_lock_that_another_writer_touched_is_decided_again(
+    postgres_url, monkeypatch
+):
+    """A PostgreSQL writer decides and writes its batch before it takes the writer lock; a writer
+    that held the lock meanwhile stored a near copy of its page: the batch is rolled back and
+    decided again, and its page is that copy's duplicate."""
+    monkeypatch.setattr(writing, "WAIT_FOR_LOCK_MS", 60_000)
+    with SimhashIndex(postgres_url) as a, SimhashIndex(postgres_url) as b:
+        a.check_and_add("https://a.example/seed", FAR)
+        optimistic = a.writer.optimistic
+        answers: list[str | None] = []
+        with b.transaction() as conn:
+            lock_writers(conn)
+            checking = threading.Thread(
+                target=lambda: answers.append(duplicate_of(a, "https://a.example/page", near_copy(BASE)))
+            )
+            checking.start()
+            checking.join(timeout=1)  # decided and written, now waiting for the lock
+            assert checking.is_alive()
+            when = db_time("postgresql", now())
+            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect="postgresql")
+            execute_many(conn, upsert_documents(b.layout, "%s"), [row])
+        checking.join(timeout=60)
+        assert answers == ["https://b.example/page"]
+        assert a.writer.optimistic == optimistic  # not committed as first decided
+        assert duplicate_of(a, "https://a.example/later", FAR ^ 0b111 << 9) == "https://a.example/seed"
+        assert a.writer.optimistic == optimistic + 1
+
+
+def test_postgres_a_writer_holding_the_lock_never_waits_long_for_a_row_of_an_undecided_batch(postgres_url):
+    """The lock holder needs a row that a batch decided before the lock wrote (the same key): the
+    batch gives up waiting for the lock, rolls back, and waits its turn; both finish."""
+    with SimhashIndex(postgres_url) as a, SimhashIndex(postgres_url) as b:
+        a.check_and_add("https://a.example/seed", FAR)
+        answers: list[str | None] = []
+        with b.transaction() as conn:
+            lock_writers(conn)
+            checking = threading.Thread(
+                target=lambda: answers.append(duplicate_of(a, "https://shared.example/page", BASE))
+            )
+            checking.start()
+            checking.join(timeout=0.1)
+            when = db_time("postgresql", now())
+            row = document_row(
+                b.layout, "https://shared.example/page", Signature(FAR ^ 1 << 60, 5), when, dialect="postgresql"
+            )
+            execute_many(conn, upsert_documents(b.layout, "%s"), [row])  # waits for the batch's row, if it wrote it
+        checking.join(timeout=60)
+        assert answers == [None]  # its own key, stored before: the row follows its text
+        assert a.get("https://shared.example/page").fingerprint == BASE
