@@ -36,6 +36,7 @@ from .statements import RawConnection, fetch
 
 CHANGES = "simhash_changes"
 EPOCH, FLOOR, FEED = "changes_epoch", "changes_floor", "changes_feed"  # simhash_meta names
+TRIMMED_IN = "changes_trimmed_in"  # PostgreSQL: the snapshot the last trim deleted in
 FEED_VERSION = "1"  # the log's format: a feed of another one is made anew
 KEEP = 200_000  # log entries kept (at least); a writer further behind builds its index again
 TRIM_EVERY = KEEP // 4  # rows a process writes between two trims of the log
@@ -186,7 +187,8 @@ def written(conn: Connection, mark: Mark) -> Changes:
 
 def trim(conn: Connection) -> None:
     """Delete the log's entries but the last KEEP or so, moving the floor (the caller holds the
-    writer lock). PostgreSQL keeps every entry of a transaction still running anywhere."""
+    writer lock). PostgreSQL: the entries older than the KEEP-th newest that the trim's snapshot
+    sees (a transaction still running keeps its own), and that snapshot, to tell whom it concerns."""
     if conn.dialect.name == "sqlite":
         cut = _last_seq(conn) - KEEP
         if cut > int(_meta_value(conn, FLOOR) or 0):
@@ -195,8 +197,9 @@ def trim(conn: Connection) -> None:
         return
     rows = fetch(conn, f"SELECT xid::text FROM {CHANGES} ORDER BY xid DESC OFFSET %s LIMIT 1", (KEEP,))
     if rows:
-        cut = fetch(conn, "SELECT LEAST(%s::xid8, pg_snapshot_xmin(pg_current_snapshot()))::text", (rows[0][0],))[0][0]
-        conn.exec_driver_sql(f"DELETE FROM {CHANGES} WHERE xid < %s::xid8", (cut,))
+        cut = rows[0][0]
+        statement = f"WITH gone AS (DELETE FROM {CHANGES} WHERE xid < %s::xid8) SELECT pg_current_snapshot()::text"
+        _meta(conn, TRIMMED_IN, fetch(conn, statement, (cut,))[0][0])
         _meta(conn, FLOOR, cut)
 
 
@@ -213,6 +216,17 @@ def _since_sqlite(conn: Connection, mark: Mark) -> Changes | None:
         return None
     rows = fetch(conn, f"SELECT {_COLUMNS} FROM {CHANGES} WHERE seq > ?", (seen,))
     return _changes(rows, Mark(mark.epoch, str(last or seen)))
+
+
+# A writer is behind the last trim when the trim deleted an entry the writer had not read: one of
+# a transaction that began after the writer's snapshot, or ran then, and that the trim saw committed.
+_BEHIND_THE_TRIM = (
+    "COALESCE((WITH floor AS (SELECT "
+    f"(SELECT value FROM simhash_meta WHERE name = '{FLOOR}')::xid8 AS cut, "
+    f"(SELECT value FROM simhash_meta WHERE name = '{TRIMMED_IN}')::pg_snapshot AS trimmed) "
+    "SELECT cut > pg_snapshot_xmax({seen}) OR EXISTS (SELECT 1 FROM pg_snapshot_xip({seen}) AS running(x) "
+    "WHERE x < cut AND pg_visible_in_snapshot(x, trimmed)) FROM floor WHERE trimmed IS NOT NULL), false)"
+)
 
 
 def _since_postgres(conn: Connection, mark: Mark) -> Changes | None:
@@ -232,7 +246,7 @@ def _since_postgres(conn: Connection, mark: Mark) -> Changes | None:
         "array_agg(added) AS a FROM new) "
         "SELECT pg_current_snapshot()::text, "
         f"(SELECT value FROM simhash_meta WHERE name = '{EPOCH}'), "
-        f"(SELECT value FROM simhash_meta WHERE name = '{FLOOR}')::xid8 > pg_snapshot_xmin({seen}), "
+        f"{_BEHIND_THE_TRIM.format(seen=seen)}, "
         "f, k, t, a FROM columns"
     )
     snapshot, epoch, behind, *columns = fetch(conn, statement, {"seen": mark.seen, "own": mark.own})[0]

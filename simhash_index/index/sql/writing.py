@@ -102,7 +102,7 @@ class Writer:
                     raise _Met()
                 lookup.wrote(conn)
                 self.wrote(conn, len(pages))
-        except _Met:
+        except (_Met, batch.Vanished):
             return None
         except SimhashIndexError as exc:
             if _sqlstate(exc) in CONTENDED:
