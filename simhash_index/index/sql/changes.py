@@ -55,10 +55,12 @@ def _entry(row: str, added: str) -> str:
     return f"INSERT INTO {CHANGES} ({_COLUMNS}) VALUES ({near}, {row}.key_hash, {row}.text_hash, {added})"
 
 
+_SQLITE_TRIGGERS = ("simhash_documents_added", "simhash_documents_changed", "simhash_documents_removed")
+_POSTGRES_TRIGGERS = "('simhash_documents_changes', 'simhash_documents_truncated')"
 _SQLITE = (
     f"CREATE TABLE {CHANGES} (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
     "fingerprint INTEGER, key_hash INTEGER NOT NULL, text_hash INTEGER, added INTEGER NOT NULL)",
-    *(f"DROP TRIGGER IF EXISTS simhash_documents_{name}" for name in ("added", "changed", "removed")),
+    *(f"DROP TRIGGER IF EXISTS {name}" for name in _SQLITE_TRIGGERS),
     f"CREATE TRIGGER simhash_documents_added AFTER INSERT ON simhash_documents BEGIN {_entry('NEW', '1')}; END",
     f"CREATE TRIGGER simhash_documents_changed AFTER UPDATE ON simhash_documents WHEN {_CHANGED} "
     f"BEGIN {_entry('OLD', '0')}; {_entry('NEW', '1')}; END",
@@ -125,8 +127,23 @@ class Changes:
 
 
 def installed(conn: Connection | RawConnection) -> bool:
-    """Whether the index has its change feed, in this version's format."""
-    return _meta_value(conn, FEED) == FEED_VERSION
+    """Whether the index has its change feed, in this version's format, whole: its triggers too
+    (a dump of the tables alone leaves out the functions they call), and on PostgreSQL no entry
+    from another server's transactions (a dump restored elsewhere)."""
+    if _meta_value(conn, FEED) != FEED_VERSION:
+        return False
+    if conn.dialect.name == "sqlite":
+        listing = "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'simhash_documents'"
+        return bool(fetch(conn, listing, ())[0][0] == len(_SQLITE_TRIGGERS))
+    return bool(
+        fetch(
+            conn,
+            "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'simhash_documents'::regclass "
+            f"AND tgname IN {_POSTGRES_TRIGGERS} AND tgenabled <> 'D') = 2 "
+            f"AND COALESCE((SELECT max(xid) FROM {CHANGES}) < pg_snapshot_xmax(pg_current_snapshot()), true)",
+            (),
+        )[0][0]
+    )
 
 
 def install(conn: Connection) -> None:
