@@ -270,9 +270,9 @@ def build_site(root: Path) -> dict:
         "zh/c-mirror.html": page("城市新闻", zh, nav=9, ad="广告：欢迎订阅", lang="zh"),
         "zh/c-edited.html": page("城市新闻", zh_edited, lang="zh"),
         # the same story with a changed date, byline and related-links block
-        "blog/f.html": page("Council vote", ["Published 3 May 2024 by Ann Lee."] + story + related(1)),
+        "blog/f.html": page("Council vote", ["Published 3 May 2024 by Ann Lee.", *story, *related(1)]),
         "blog/f-updated.html": page(
-            "Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen."] + story + related(2)
+            "Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen.", *story, *related(2)]
         ),
         # distinct articles
         "news/b.html": page("Budget debate", english_article(3)),
@@ -404,7 +404,7 @@ def build_versioned_docs(root: Path) -> dict[str, list[str]]:
         released = [v for v in VERSIONS if list(VERSIONS).index(v) <= n]
         changelog = [p for v in reversed(released) for p in [f"Release {v}."] + notes[v]] + base_notes
         pages = {
-            "index": dated_page(f"Docs {version}", [f"Documentation for version {version}."] + intro, date),
+            "index": dated_page(f"Docs {version}", [f"Documentation for version {version}.", *intro], date),
             "guide": dated_page(f"Guide {version}", edit_words(guide, n, 2 * n), date),
             "changelog": dated_page(f"Changelog {version}", changelog, date),
         }

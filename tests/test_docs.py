@@ -6,6 +6,8 @@ import doctest
 import importlib
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -92,9 +94,10 @@ def test_python_blocks_run(
 
 # -- the README's shape and its links ------------------------------------------------
 
+LINT = "ruff check simhash_index crawler tests benchmarks"  # the code, its tests and its benchmarks
 FRESH_MACHINE = (
     ".venv/bin/pip install -e . && .venv/bin/scrapy crawl site -a start_url=",
-    ".venv/bin/pip install -e '.[test]' && .venv/bin/ruff check simhash_index crawler && .venv/bin/mypy && .venv/bin/pytest",
+    f".venv/bin/pip install -e '.[test]' && .venv/bin/{LINT} && .venv/bin/mypy && .venv/bin/pytest",
 )
 FIRST_SCREEN = 24  # lines
 
@@ -103,6 +106,14 @@ def test_the_first_screen_holds_the_two_fresh_machine_commands() -> None:
     first = README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN]
     for command in FRESH_MACHINE:
         assert any(command in line for line in first), f"{command!r} is not in README's first {FIRST_SCREEN} lines"
+
+
+def test_the_readme_lint_command_passes_on_the_tests_and_benchmarks_too() -> None:
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run(
+        [str(ruff), *shlex.split(LINT)[1:]], cwd=README.parent, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]
 
 
 _LINK = re.compile(r"\]\(([^)#\s]*)(#[^)\s]*)?\)")
