@@ -7,10 +7,13 @@ import queue
 import random
 import threading
 import traceback
+from datetime import datetime, timedelta, timezone
 from functools import partial
 
 import pytest
 import xxhash
+from conftest import without_layout
+from sqlalchemy import create_engine
 
 from simhash_index import Signature, SimhashIndex, hamming
 
@@ -144,35 +147,129 @@ def test_concurrent_check_and_add(fresh_db_urls, batch):
 
     for number, (url, pages, _) in enumerate(rounds):
         returned = {key: value for n, _, detail in reports if n == number for key, value in detail.items()}
-        assert returned.keys() == pages.keys()
+        assert_one_stored_per_group(url, pages, returned, f"round {number}")
         with SimhashIndex(url, create=False) as index:
-            stored = {key for key in pages if index.get(key) is not None}
-            duplicates = index.duplicates()
             assert len(index) == GROUPS
 
-        # exactly one stored page per group
-        original: dict[int, str] = {}
-        for key in stored:
-            group = pages[key][0]
-            assert group not in original, f"round {number}: group {group} stored twice: {original[group]}, {key}"
-            original[group] = key
-        assert len(original) == GROUPS
 
-        # nothing lost, nothing twice: every other page is logged once, as a duplicate of its group's original
-        logged = [d.key for d in duplicates]
-        assert len(logged) == len(set(logged))
-        assert stored.isdisjoint(logged)
-        assert stored | set(logged) == pages.keys()
-        for duplicate in duplicates:
-            group, fingerprint, text_hash = pages[duplicate.key]
-            target = original[group]
-            _, target_fingerprint, target_text_hash = pages[target]
-            assert duplicate.duplicate_of == target
-            assert duplicate.distance == hamming(fingerprint, target_fingerprint) <= 2
-            assert duplicate.exact == (text_hash == target_text_hash)
-            # and the process that checked it was told the same
-            assert returned[duplicate.key] == (target, duplicate.distance, duplicate.exact)
-        assert {key for key, value in returned.items() if value is None} == stored
+def assert_one_stored_per_group(url: str, pages: dict[str, tuple[int, int, int]], returned: dict, where: str) -> None:
+    """Exactly one page of each group is stored, every other one is logged once as its duplicate,
+    and each writer was told what the index recorded."""
+    assert returned.keys() == pages.keys()
+    with SimhashIndex(url, create=False) as index:
+        stored = {key for key in pages if index.get(key) is not None}
+        duplicates = [d for d in index.duplicates() if d.key in pages]
+    groups = {group for group, _, _ in pages.values()}
+
+    original: dict[int, str] = {}
+    for key in stored:
+        group = pages[key][0]
+        assert group not in original, f"{where}: group {group} stored twice: {original[group]}, {key}"
+        original[group] = key
+    assert len(original) == len(groups)
+
+    # nothing lost, nothing twice: every other page is logged once, as a duplicate of its group's original
+    logged = [d.key for d in duplicates]
+    assert len(logged) == len(set(logged))
+    assert stored.isdisjoint(logged)
+    assert stored | set(logged) == pages.keys()
+    for duplicate in duplicates:
+        group, fingerprint, text_hash = pages[duplicate.key]
+        target = original[group]
+        _, target_fingerprint, target_text_hash = pages[target]
+        assert duplicate.duplicate_of == target
+        assert duplicate.distance == hamming(fingerprint, target_fingerprint) <= 2
+        assert duplicate.exact == (text_hash == target_text_hash)
+        # and the process that checked it was told the same
+        assert returned[duplicate.key] == (target, duplicate.distance, duplicate.exact)
+    assert {key for key, value in returned.items() if value is None} == stored
+
+
+CHURN = 60  # pages another process forgets, prunes, updates, supersedes and deletes by hand meanwhile
+CHURN_OPS = 150
+
+
+def churn(url: str, fingerprints: list[int], barrier, results) -> None:
+    """Worker: beside the writers, change the churn pages in every way a process can."""
+    rng = random.Random(5)
+    keys = [f"https://churn.example/{n}" for n in range(CHURN)]
+    engine = create_engine(without_layout(url))
+    try:
+        with SimhashIndex(url, create=False, prefer="longest") as index:
+            barrier.wait(timeout=TIMEOUT_S)
+            for op in range(CHURN_OPS):
+                key = rng.choice(keys)
+                if op % 5 == 0:
+                    index.forget([key])
+                elif op % 5 == 1:  # stored again, or its text changed: its row follows
+                    index.check_and_add(key, Signature(fingerprints.pop(), rng.getrandbits(64), words=10))
+                elif op % 5 == 2:  # a longer copy supersedes it
+                    page = index.get(key)
+                    if page is not None:
+                        longer = Signature(page.fingerprint ^ 1, rng.getrandbits(64), words=100 + op)
+                        index.check_and_add(f"{key}/longer/{op}", longer)
+                elif op % 5 == 3:
+                    index.prune(before=datetime.now(timezone.utc) - timedelta(days=1))
+                else:
+                    with engine.begin() as conn:
+                        conn.exec_driver_sql(f"DELETE FROM simhash_duplicates WHERE duplicate_of = '{key}'")
+                        conn.exec_driver_sql(f"DELETE FROM simhash_documents WHERE key = '{key}'")
+    except BaseException:
+        results.put((0, "error", traceback.format_exc()))
+        barrier.abort()
+        return
+    finally:
+        engine.dispose()
+    results.put((0, "ok", {}))
+
+
+def write_or_churn(job: tuple, barrier, results) -> None:
+    if job[0] == "churn":
+        churn(*job[1:], barrier, results)
+    else:
+        check_rounds(job[1], barrier, results, batch=4)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_writers_stay_atomic_while_another_process_changes_other_pages(request, backend):
+    """Four writers race on groups of near-duplicates while a fifth process forgets, prunes,
+    updates in place, supersedes and deletes by hand pages far from them: each writer follows
+    all of it in its in-memory lookup, and still stores exactly one page of each group."""
+    url = request.getfixturevalue(f"{backend}_url")
+    rng = random.Random(11)
+    groups = make_groups(rng)
+    far: list[int] = []
+    while len(far) < 3 * CHURN:
+        candidate = rng.getrandbits(64)
+        if all(hamming(candidate, members[0]) >= 14 for members in groups):
+            far.append(candidate)
+    with SimhashIndex(url) as index:
+        index.add_many((f"https://churn.example/{n}", Signature(far.pop(), n, words=10)) for n in range(CHURN))
+    old = datetime.now(timezone.utc) - timedelta(days=2)
+    when = int(old.timestamp()) if backend == "sqlite" else f"'{old.isoformat()}'"
+    engine = create_engine(without_layout(url))
+    with engine.begin() as conn:  # half of them stored long ago: prune's to forget
+        first = f"SELECT id FROM simhash_documents ORDER BY id LIMIT {CHURN // 2}"
+        conn.exec_driver_sql(f"UPDATE simhash_documents SET stored_at = {when} WHERE id IN ({first})")
+    engine.dispose()
+    pages: dict[str, tuple[int, int, int]] = {}
+    work: list[list[tuple[str, int, int]]] = []
+    for process in range(PROCESSES):
+        items = []
+        for g, members in enumerate(groups):
+            for m, fingerprint in enumerate(members):
+                key = f"https://p{process}.example/g{g}/m{m}"
+                pages[key] = (g, fingerprint, xxhash.xxh64_intdigest(f"{g}/{m}".encode()))
+                items.append((key, fingerprint, pages[key][2]))
+        rng.shuffle(items)
+        work.append(items)
+    jobs = [("write", [(url, items)]) for items in work] + [("churn", url, far)]
+    reports = run_workers(write_or_churn, jobs, PROCESSES + 1)
+    returned = {key: value for _, _, detail in reports for key, value in detail.items()}
+    assert_one_stored_per_group(url, pages, returned, backend)
+    with SimhashIndex(url, create=False) as index:  # the churn happened
+        churned = {d.key for d in index.duplicates() if d.key.startswith("https://churn.example/")}
+        assert churned and sum(index.get(f"https://churn.example/{n}") is not None for n in range(CHURN)) < CHURN
 
 
 def test_concurrent_first_open(fresh_db_urls):

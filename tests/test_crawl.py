@@ -127,11 +127,11 @@ def test_the_start_page_is_crawled_once(tmp_path: Path, sqlite_url: str) -> None
 
 
 def test_a_bad_setting_is_one_error_line_and_exit_status_1(tmp_path: Path, sqlite_url: str) -> None:
-    result = crawl("http://127.0.0.1:9/index.html", sqlite_url, tmp_path / "run", "SIMHASH_MAX_DISTANCE=8")
+    result = crawl("http://127.0.0.1:9/index.html", sqlite_url, tmp_path / "run", "SIMHASH_MAX_DISTANCE=9")
     assert result.returncode == 1
     assert "Traceback" not in result.log and "Task exception was never retrieved" not in result.log
     errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
-    assert errors == [errors[0]] and "SIMHASH_MAX_DISTANCE must be from 0 to 7; got 8" in errors[0]
+    assert errors == [errors[0]] and "SIMHASH_MAX_DISTANCE must be from 0 to 8; got 9" in errors[0]
 
 
 def test_a_missing_folder_is_created_and_an_unusable_index_exits_1(shared_crawl: SharedCrawl, tmp_path: Path) -> None:

@@ -103,7 +103,7 @@ def test_short_texts_match_only_exactly(pipeline: SimhashDedupPipeline) -> None:
 @pytest.mark.parametrize(
     ("setting", "value"),
     [
-        ("SIMHASH_MAX_DISTANCE", 8),
+        ("SIMHASH_MAX_DISTANCE", 9),
         ("SIMHASH_MAX_DISTANCE", "three"),
         ("SIMHASH_MIN_TEXT_LENGTH", -1),
         ("SIMHASH_DROP_LOG_LEVEL", "LOUD"),

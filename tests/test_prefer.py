@@ -273,41 +273,6 @@ def test_the_readme_storage_pipeline_replaces_a_superseded_item(tmp_path: Path, 
     assert " supersedes " in result.log
 
 
-def test_postgres_supersedes_a_page_another_writer_holds_by_running_again_alone(postgres_url, monkeypatch):
-    """A stored page to supersede whose locks another writer holds: the batch rolls back and runs
-    again holding the whole index, and the outcome is the same."""
-    import psycopg
-    from sqlalchemy.engine import make_url
-
-    from simhash_index.index.records import key_hash
-    from simhash_index.index.sql import batch
-    from simhash_index.index.sql.engine import advisory_lock_keys
-
-    contended = []
-    original = batch.lock_superseded
-
-    def watched(conn, stored, radius):
-        try:
-            original(conn, stored, radius)
-        except batch.Contended:
-            contended.append(True)
-            raise
-
-    monkeypatch.setattr(batch, "lock_superseded", watched)
-    with SimhashIndex(postgres_url, prefer="longest") as index:
-        short = Signature(BASE, 1, words=10)
-        index.check_and_add("short", short)
-        index.check_and_add("copy", Signature(BASE ^ 0b11, 2, words=5))
-        server = make_url(postgres_url).set(drivername="postgresql", query={}).render_as_string(hide_password=False)
-        with psycopg.connect(server) as other:  # advisory locks are the database's, whatever the schema
-            lock = advisory_lock_keys(short, key_hash("short"), index.max_distance)[0]  # a writer checking "short"
-            other.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
-            kept = index.check_and_add("long", Signature(BASE ^ 0b1, 3, words=20))
-            other.rollback()
-        assert kept.superseded == "longer" and contended == [True]
-        assert {d.key: d.duplicate_of for d in index.duplicates()} == {"copy": "long", "short": "long"}
-
-
 def prefer_stable(new: Contender, stored: Contender) -> bool:
     """A policy named by its import path in SIMHASH_PREFER (test_the_setting_takes_a_function)."""
     return "/stable/" in new.key

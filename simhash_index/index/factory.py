@@ -35,6 +35,7 @@ def open_index(
     window: timedelta | str | float | None = None,
     keep_texts: bool = False,
     prefer: Prefer = "first",
+    lookup: str | None = None,
 ) -> Index:
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
@@ -56,10 +57,16 @@ def open_index(
     `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
     prefer: which copy survives, the stored page or a duplicate of it: "first" (the stored
     one), "longest", "newest", or a function (new, stored) -> bool (index/prefer.py).
+    lookup: where an SQL index's writes find a page's near pages (or `?lookup=` in the URL):
+    "memory" (the default: an index of the stored fingerprints in this process, about 30-60
+    bytes a page) or "sql" (the table's block columns: no memory, slower as the index grows).
     """
     url, texts = _option_in_url(url, "texts")
     if texts is not None and texts not in ("0", "1", "true", "false"):
         raise ValueError(f"?texts= must be 1 or 0; got {texts!r}")
+    url, lookup_in_url = _option_in_url(url, "lookup")
+    if lookup_in_url is not None and lookup is not None and lookup_in_url != lookup:
+        raise ValueError(f"two different lookups given (the URL's and lookup=): {lookup_in_url!r} and {lookup!r}")
     url, window_in_url = _option_in_url(url, "window")
     if window_in_url is not None and window is not None and as_window(window) != as_window(window_in_url):
         raise ValueError(f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}")
@@ -77,6 +84,7 @@ def open_index(
         prefix=prefix,
         connect_timeout=connect_timeout,
         statement_timeout=statement_timeout,
+        lookup=lookup if lookup is not None else lookup_in_url,
     )
     if isinstance(url, str) and url == MEMORY:
         return _memory(url, options)
@@ -100,11 +108,12 @@ class Options:
     prefix: str | None
     connect_timeout: float
     statement_timeout: float
+    lookup: str | None
 
     def no_layout(self) -> None:
-        if self.layout is not None or self.block_assignment is not None:
+        if self.layout is not None or self.block_assignment is not None or self.lookup is not None:
             raise ValueError(
-                "layout and block_assignment choose an SQL table's lookups; a Redis or memory index has none"
+                "layout, block_assignment and lookup choose an SQL table's lookups; a Redis or memory index has none"
             )
 
 
@@ -154,6 +163,7 @@ def _sql(url: str | URL, options: Options) -> Index:
         access=Access(options.read_only, options.connect_timeout, options.statement_timeout),
         radius_chosen=options.radius_chosen,
         keep_texts=options.keep_texts,
+        lookup=options.lookup or "memory",  # type: ignore[arg-type]
     )
 
 

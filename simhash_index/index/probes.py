@@ -9,7 +9,8 @@ and probing each part at every value within its tolerance finds it. A tolerance 
 the part is not probed at all (r < m - 1: fewer parts suffice).
 
 Four 16-bit blocks: 1 probe at radius 0, r+1 up to radius 3 (each block exact), then 16 more
-for each block allowed one bit off: 20 at radius 4, 36 at 5, 52 at 6, 68 at 7.
+for each block allowed one bit off: 20 at radius 4, 36 at 5, 52 at 6, 68 at 7; at 8 the first
+block is allowed two bits off (137 values) and the others one: 188.
 Two 32-bit halves: 66 probes at radius 3, 562 at 4, 1,058 at 5.
 """
 
@@ -19,7 +20,7 @@ from functools import cache
 from itertools import combinations
 from math import comb
 
-MAX_BLOCKS_RADIUS = 7  # one bit off in each 16-bit block; 8 would need two-bit variants (137 a block)
+MAX_BLOCKS_RADIUS = 8  # beyond, two blocks would be probed two bits off
 MAX_HALVES_RADIUS = 5  # two bits off in each 32-bit half (529 values a half)
 
 
@@ -35,11 +36,11 @@ def tolerances(radius: int, parts: int) -> tuple[int, ...]:
 
 def variants(value: int, width: int, tolerance: int) -> list[int]:
     """`value` and every `width`-bit value within `tolerance` bits of it, nearest first."""
-    return [value ^ mask for mask in _masks(width, tolerance)]
+    return [value ^ mask for mask in masks(width, tolerance)]
 
 
 @cache
-def _masks(width: int, tolerance: int) -> tuple[int, ...]:
+def masks(width: int, tolerance: int) -> tuple[int, ...]:
     """Every `width`-bit mask of at most `tolerance` bits set, fewest first."""
     return tuple(sum(1 << bit for bit in bits) for k in range(tolerance + 1) for bits in combinations(range(width), k))
 

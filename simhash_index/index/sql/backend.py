@@ -39,16 +39,19 @@ from . import batch, bulk, forgetting
 from . import texts as kept_texts
 from .engine import (
     DEFAULT_ACCESS,
+    SNAPSHOT,
     WRITE,
     Access,
     call_deadline,
     is_memory,
+    lock_writers,
     open_engine,
     open_read_engine,
     parse_url,
     sqlite_path,
 )
 from .layouts import Layout
+from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup
 from .opening import add_modified, layout_in_url, make_parent_folder, open_tables
 from .schema import tables
 from .statements import (
@@ -65,6 +68,7 @@ from .statements import (
 )
 
 STREAM_ROWS = 1000  # rows fetched at a time by listings
+CATCH_UP_TRIES = 3  # builds of the in-memory lookup a batch may need before it gives up
 
 
 class SqlIndex(Index):
@@ -81,11 +85,16 @@ class SqlIndex(Index):
         access: Access = DEFAULT_ACCESS,
         radius_chosen: bool = True,
         keep_texts: bool = False,
+        lookup: LookupName = "memory",
     ) -> None:
         """`radius_chosen`: False when the policy's radius is the default, which a layout that
-        answers less (halves) caps at its largest; a chosen radius beyond it is refused."""
+        answers less (halves) caps at its largest; a chosen radius beyond it is refused.
+        `lookup`: where a write finds the stored pages near its pages (lookup.py): "memory"
+        (an index of the fingerprints in this process) or "sql" (the table's block columns)."""
         if create and access.read_only:
             raise ValueError("an index opened read-only cannot be created: pass create=False")
+        if lookup not in LOOKUPS:
+            raise ValueError(f"lookup must be one of {LOOKUPS} ('memory' unless memory is short); got {lookup!r}")
         self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
         self.url = urls.masked(self._typed)
         self.policy = policy
@@ -121,6 +130,9 @@ class SqlIndex(Index):
         self._version = opened.version
         self._evidence = opened.evidence
         self.tables = tables(self.layout, evidence=self._evidence)
+        self.lookup: Lookup = (
+            MemoryLookup(self.layout, self.transaction) if lookup == "memory" else TableLookup(self.layout)
+        )
 
     @property
     def location(self) -> str:
@@ -131,16 +143,22 @@ class SqlIndex(Index):
     # -- connections -----------------------------------------------------------------
 
     @contextmanager
-    def transaction(self, *, write: bool = True, single_statement: bool = False) -> Iterator[Connection]:
+    def transaction(
+        self, *, write: bool = True, single_statement: bool = False, snapshot: bool = False
+    ) -> Iterator[Connection]:
         """A connection in a transaction, for reports and tools that read the tables directly.
 
         `write=True` takes SQLite's writer lock at the start. SQLite reads run in
-        autocommit mode; `single_statement` reads do on PostgreSQL too. Connection
-        failures become IndexUnavailableError, other database errors SimhashIndexError.
+        autocommit mode, unless `snapshot` asks that they all see one snapshot (PostgreSQL:
+        REPEATABLE READ); `single_statement` reads run in autocommit mode on PostgreSQL too.
+        Connection failures become IndexUnavailableError, other database errors SimhashIndexError.
         """
-        options: dict[str, Any] = {WRITE: write}
-        if single_statement and not write and self.dialect == "postgresql":
-            options["isolation_level"] = "AUTOCOMMIT"
+        options: dict[str, Any] = {WRITE: write, SNAPSHOT: snapshot and not write}
+        if not write and self.dialect == "postgresql":
+            if snapshot:
+                options["isolation_level"] = "REPEATABLE READ"
+            elif single_statement:
+                options["isolation_level"] = "AUTOCOMMIT"
         with self._errors_named(), self._lock, self._engine.connect() as conn:
             conn = conn.execution_options(**options)
             with self._deadline(conn.connection.dbapi_connection), conn.begin():
@@ -207,15 +225,24 @@ class SqlIndex(Index):
         return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+        """Under the writer lock: follow the table (the lookup), decide, write, commit."""
         self._writable()
-        try:
+        lookup = self.lookup
+        for _ in range(CATCH_UP_TRIES):
+            lookup.prepare()
             with self.transaction() as conn:
-                return batch.check_and_add_many(conn, self.layout, pages, self.policy, now(), evidence=self._evidence)
-        except batch.Contended:  # PostgreSQL, superseding a page another writer uses: again, alone
-            with self.transaction() as conn:
-                return batch.check_and_add_many(
-                    conn, self.layout, pages, self.policy, now(), evidence=self._evidence, exclusive=True
+                lock_writers(conn)
+                if not lookup.catch_up(conn):
+                    continue  # the table moved past what the lookup can follow: build it anew
+                answers = batch.check_and_add_many(
+                    conn, self.layout, pages, self.policy, now(), evidence=self._evidence, near=lookup.near
                 )
+                lookup.wrote(conn)
+            lookup.committed()
+            return answers
+        raise IndexUnavailableError(
+            f"{self.url} changed faster than this writer could follow it {CATCH_UP_TRIES} times in a row"
+        )
 
     @property
     def keys_unique(self) -> bool:

@@ -2,8 +2,8 @@
 
 SQLite: WAL, a busy timeout, and `BEGIN IMMEDIATE` for writing transactions, so
 check-and-add holds the single writer lock from its first read.
-PostgreSQL: READ COMMITTED, with transaction-level advisory locks on the values
-a check reads (`advisory_lock_keys`), taken in sorted order.
+PostgreSQL: READ COMMITTED, with one transaction-level advisory lock that writers take
+alone (`lock_writers`), so that they too run one at a time.
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ from sqlalchemy.pool import StaticPool
 
 from ... import defaults, urls
 from ...errors import IndexUnavailableError, MissingDependencyError, install_extra
-from ...fingerprinting.bits import blocks
-from ...fingerprinting.fingerprinter import Signature
 
 WRITE = "simhash_write"  # execution option: this transaction will write
+SNAPSHOT = "simhash_snapshot"  # execution option: this transaction's reads all see one snapshot
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
 SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
-WRITERS_LOCK = (_LOCK_SPACE + 8, 0)  # shared by writers, taken alone by forgetting (batch.lock_neighbourhoods)
+WRITERS_LOCK = (_LOCK_SPACE + 8, 0)  # the writer lock (lock_writers); earlier versions' writers share it
 
 
 def parse_url(url: str | URL) -> URL:
@@ -188,9 +187,12 @@ def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Eng
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
-        if connection.get_execution_options().get(WRITE, False):
+        options = connection.get_execution_options()
+        if options.get(WRITE, False):
             connection.exec_driver_sql("BEGIN IMMEDIATE")
-        # reads stay in autocommit: each statement sees the committed state
+        elif options.get(SNAPSHOT, False):
+            connection.exec_driver_sql("BEGIN")  # WAL: the first read fixes the snapshot
+        # other reads stay in autocommit: each statement sees the committed state
 
     return engine
 
@@ -274,30 +276,9 @@ def call_deadline(connection: Any, seconds: float) -> Iterator[list[bool]]:
             timer.cancel()
 
 
-def advisory_lock_keys(signature: Signature, key_hash: int, radius: int) -> list[tuple[int, int]]:
-    """(class id, object id) pairs that serialise checks which could see each other.
-
-    Two checks of one URL share its key hash and two exact duplicates share a text hash. Two
-    fingerprints within 3 bits agree on one of their four 16-bit blocks (whatever the table's
-    layout): each block's value is locked. Within 7 (the largest radius: probes.py) they are at
-    most one bit apart in some block, so they share its high byte or its low byte: from radius 4
-    each block's two bytes are locked too. Bytes rather than one-bit variants keep a batch's
-    locks few (at most 2,048 byte locks), whatever its size. The keys grow with the radius, so
-    checks at two radii share a lock whenever they are within the smaller one (and a check that
-    misses the other's page at its own radius could have run first).
-    """
-    keys = [(_LOCK_SPACE + 5, _int32(key_hash))]
-    if signature.text_hash is not None:
-        keys.append((_LOCK_SPACE + 4, _int32(signature.text_hash)))
-    fingerprint = signature.near_simhash
-    if fingerprint is not None:
-        for i, value in enumerate(blocks(fingerprint)):
-            keys.append((_LOCK_SPACE + 18 + i, value))
-            if radius > 3:
-                keys += [(_LOCK_SPACE + 10 + 2 * i, value >> 8), (_LOCK_SPACE + 11 + 2 * i, value & 0xFF)]
-    return keys
-
-
-def _int32(value: int) -> int:
-    low = value & 0xFFFFFFFF
-    return low - (1 << 32) if low >= 1 << 31 else low
+def lock_writers(conn: Connection) -> None:
+    """Take the writer lock for the rest of the caller's transaction: every other writer (a
+    batch, a bulk load, forgetting) waits for it to end, and it for them. PostgreSQL: a
+    transaction-level advisory lock; SQLite: BEGIN IMMEDIATE took the file's writer lock already."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s, %s)", WRITERS_LOCK)

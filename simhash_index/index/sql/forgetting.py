@@ -2,7 +2,7 @@
 CHUNK rows, found through the primary key so that no step scans what an earlier one
 deleted), and everything. The duplicates logged against a page go with it.
 
-Each transaction first locks the index against writers (batch.lock_index): a writer that
+Each transaction first takes the writer lock (engine.lock_writers): a writer that
 read a page logs its duplicate against it before the page goes, or finds it gone.
 """
 
@@ -15,7 +15,8 @@ from sqlalchemy.engine import Connection
 
 from ..base import Forgotten
 from ..records import key_hash
-from .batch import lock_index
+from . import changes
+from .engine import lock_writers
 from .statements import MARKS, delete_where, fetch, in_parameters, one_of
 
 CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
@@ -37,7 +38,7 @@ def forget(transaction: Transaction, keys: Sequence[str]) -> Forgotten:
         wanted = set(chunk)
         hashes = [key_hash(key) for key in chunk]
         with transaction() as conn:
-            lock_index(conn)
+            lock_writers(conn)
             where, values = one_of(conn.dialect.name, "key_hash", len(hashes)), in_parameters(conn.dialect.name, hashes)
             rows = fetch(conn, f"SELECT id, key FROM simhash_documents WHERE {where}", values)
             total += remove_pages(conn, [row_id for row_id, key in rows if key in wanted])
@@ -55,7 +56,7 @@ def prune(transaction: Transaction, before: object) -> Forgotten:
         last = 0
         while True:
             with transaction() as conn:
-                lock_index(conn)
+                lock_writers(conn)
                 mark = MARKS[conn.dialect.paramstyle]
                 statement = f"SELECT id FROM {table} WHERE id > {mark} AND {column} < {mark} ORDER BY id LIMIT {CHUNK}"
                 ids = [row[0] for row in fetch(conn, statement, (last, before))]
@@ -70,7 +71,10 @@ def prune(transaction: Transaction, before: object) -> Forgotten:
 
 
 def reset(conn: Connection) -> Forgotten:
-    """Delete every row of the index (its metadata stays)."""
-    lock_index(conn)
+    """Delete every row of the index (its metadata stays); the writers' in-memory indexes start anew."""
+    lock_writers(conn)
     duplicates = conn.exec_driver_sql("DELETE FROM simhash_duplicates").rowcount
-    return Forgotten(int(conn.exec_driver_sql("DELETE FROM simhash_documents").rowcount), int(duplicates))
+    forgotten = Forgotten(int(conn.exec_driver_sql("DELETE FROM simhash_documents").rowcount), int(duplicates))
+    if changes.installed(conn):
+        changes.restart(conn)
+    return forgotten

@@ -17,7 +17,7 @@ from ...errors import (
     SchemeMismatchError,
     SimhashIndexError,
 )
-from . import migrate
+from . import changes, migrate
 from .engine import SCHEMA_LOCK, is_memory, sqlite_path
 from .layouts import Layout
 from .schema import SCHEMA_VERSION, evidence_of, tables
@@ -117,6 +117,7 @@ def open_tables(
         )
     if create:
         build_missing_indexes(conn, tables(found, evidence=evidence_of(version or SCHEMA_VERSION)).documents)
+        changes.install(conn)
         if "scheme" not in meta:
             conn.execute(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}

@@ -7,7 +7,7 @@ formatted into the SQL).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -151,7 +151,9 @@ class RawConnection:
     connection: PoolProxiedConnection
 
 
-def fetch(conn: Connection | RawConnection, statement: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
+def fetch(
+    conn: Connection | RawConnection, statement: str, parameters: Sequence[Any] | Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
     """Rows of plain SQL as plain tuples, from the DB-API cursor of the connection's transaction.
 
     A driver error is still raised as SQLAlchemy's, as the callers' error handling expects.

@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..fingerprinting.fingerprinter import DEFAULT, Signature
-from . import rule
-from .base import Description, Forgotten, Index, Page
-from .records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
-from .texts import TextSizes
+from ...fingerprinting.fingerprinter import DEFAULT, Signature
+from .. import rule
+from ..base import Description, Forgotten, Index, Page
+from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
+from ..texts import TextSizes
 
 SCHEMA_VERSION = "1"
 _COPIED = 1 << 62  # copied pages rank before any page stored here

@@ -1,0 +1,232 @@
+"""Where a writer finds the stored pages near a batch: in memory (the default) or in the table.
+
+`MemoryLookup` keeps the stored fingerprints in a NearIndex in this process, built from the
+table in one consistent read and kept in step with it through the change feed (changes.py):
+inside each write transaction, once the writer holds the writer lock, it reads what was
+committed since it last looked, so a decision sees every committed page. It finds the
+fingerprints near each page in memory, and reads the rows behind them from the table by
+fingerprint: a fingerprint whose row went meanwhile finds nothing, and the rule decides on
+the rows as they are. The writer's own rows join the index once they are committed.
+
+`TableLookup` (`?lookup=sql`) probes the table's lookup columns (layouts.py) instead: no memory
+held, and a lookup that reads about probes x N / 65,536 index entries of the blocks layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Literal, Protocol, get_args
+
+import numpy as np
+from sqlalchemy.engine import Connection
+
+from ...errors import IndexUnavailableError
+from ...fingerprinting.bits import to_unsigned
+from ...fingerprinting.fingerprinter import Signature
+from ..memory.near import NearIndex
+from ..records import StoredPage
+from . import changes
+from .engine import lock_writers
+from .layouts import Layout
+from .statements import PAGE_COLUMNS, fetch, row_page
+
+LookupName = Literal["memory", "sql"]
+LOOKUPS: tuple[LookupName, ...] = get_args(LookupName)
+STALE_SHARE = 4  # build anew once more fingerprints left the table than a quarter of those held
+MIN_STALE = 10_000
+TRIM_EVERY = changes.KEEP // 4  # log entries followed between two trims of the log
+
+NearPages = Callable[[Connection, Sequence[Signature], int], list[list[StoredPage]]]
+Transaction = Callable[..., AbstractContextManager[Connection]]
+
+
+class Lookup(Protocol):
+    """What a writer's batch asks of its lookup, in this order."""
+
+    def prepare(self) -> None:
+        """Before the write transaction: get ready (build what needs building)."""
+
+    def catch_up(self, conn: Connection) -> bool:
+        """In the write transaction, holding the writer lock: follow the table; False when the
+        caller must end the transaction and call prepare() again."""
+
+    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
+        """For each signature, the stored pages within `radius` (oldest first; a superset is fine)."""
+
+    def wrote(self, conn: Connection) -> None:
+        """After the batch's writes, before its commit."""
+
+    def committed(self) -> None:
+        """After the commit."""
+
+
+class TableLookup:
+    """Probes of the table's lookup columns (layouts.py), in the write transaction."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+
+    def prepare(self) -> None:
+        pass
+
+    def catch_up(self, conn: Connection) -> bool:
+        return True
+
+    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
+        return table_near_pages(conn, self.layout, signatures, radius)
+
+    def wrote(self, conn: Connection) -> None:
+        pass
+
+    def committed(self) -> None:
+        pass
+
+
+class MemoryLookup:
+    """A NearIndex of the stored fingerprints, following the table through its change feed."""
+
+    def __init__(self, layout: Layout, transaction: Transaction) -> None:
+        """`transaction(write=..., snapshot=...)`: a transaction on the index's database."""
+        self.layout = layout
+        self._transaction = transaction
+        self.index: NearIndex | None = None
+        self._mark: changes.Mark | None = None
+        self._stale = 0
+        self._own: changes.Changes | None = None
+        self._untrimmed = 0
+        self.builds = 0  # times the index was built from the table
+
+    def prepare(self) -> None:
+        if self.index is not None and self._stale * STALE_SHARE <= max(MIN_STALE, len(self.index)):
+            return
+        with self._transaction(write=False, snapshot=True) as conn:
+            found = changes.stored(conn, self.layout) if changes.installed(conn) else None
+        if found is None:  # an index written before the feed, opened without create
+            with self._transaction(write=True) as conn:
+                lock_writers(conn)
+                changes.install(conn)
+            with self._transaction(write=False, snapshot=True) as conn:
+                found = changes.stored(conn, self.layout)
+        self._mark, fingerprints = found
+        self.index = NearIndex(fingerprints)
+        self._stale = 0
+        self.builds += 1
+
+    def catch_up(self, conn: Connection) -> bool:
+        self._own = None
+        found = None if self._mark is None else changes.since(conn, self._mark)
+        if found is None:
+            self.index = None
+            return False
+        self._follow(found)
+        return self.index is not None
+
+    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
+        found: list[list[StoredPage]] = [[] for _ in signatures]
+        wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
+        if not wanted or self.index is None:
+            return found
+        hits = self.index.search(np.array([fp for _, fp in wanted], np.uint64), radius)
+        if not len(hits.fingerprints):
+            return found
+        by_fingerprint = pages_by_fingerprint(conn, self.layout, np.unique(hits.fingerprints).tolist())
+        for query, fingerprint in zip(hits.queries.tolist(), hits.fingerprints.tolist()):
+            found[wanted[query][0]] += by_fingerprint.get(fingerprint, ())
+        for pages in found:
+            pages.sort(key=lambda page: page.order)
+        return found
+
+    def wrote(self, conn: Connection) -> None:
+        if self._mark is None:
+            return
+        self._own = changes.written(conn, self._mark)
+        if self._untrimmed + len(self._own.added) + self._own.removed >= TRIM_EVERY:
+            changes.trim(conn)
+            self._untrimmed = 0
+
+    def committed(self) -> None:
+        if self._own is not None:
+            self._follow(self._own)
+            self._own = None
+
+    def _follow(self, found: changes.Changes) -> None:
+        if self.index is not None:
+            self.index.add(found.added)
+        self._stale += found.removed
+        self._untrimmed += len(found.added) + found.removed
+        self._mark = found.mark
+
+
+def table_near_pages(
+    conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
+) -> list[list[StoredPage]]:
+    """For each signature, the stored pages within max_distance of it, oldest first (in the
+    halves layout, pages matched only by their text may be among them: the rule leaves them out)."""
+    dialect = conn.dialect.name
+    wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
+    found: list[list[StoredPage]] = [[] for _ in signatures]
+    if not wanted:
+        return found
+    if dialect == "postgresql":
+        return _near_postgres(conn, layout, wanted, found, max_distance)
+    queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
+    rows = fetch(conn, *layout.batch_candidates(queries.tolist(), max_distance))
+    stored = np.unique(np.array([row[0] for row in rows], dtype=np.int64)).view(np.uint64)
+    near = np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance
+    hits = stored[near.any(axis=0)]
+    if not len(hits):
+        return found
+    by_fingerprint = pages_by_fingerprint(conn, layout, hits.tolist())
+    for query in np.flatnonzero(near.any(axis=1)):
+        pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
+        found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)
+    return found
+
+
+def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[int]) -> dict[int, list[StoredPage]]:
+    """The stored pages with these fingerprints, by fingerprint (one statement)."""
+    found: dict[int, list[StoredPage]] = {}
+    if not fingerprints:
+        return found
+    dialect = conn.dialect.name
+    where, parameters = layout.rows_with_fingerprints(fingerprints, dialect)
+    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters):
+        page = row_page(row, dialect)
+        if page.signature.simhash is not None:
+            found.setdefault(page.signature.simhash, []).append(page)
+    return found
+
+
+def _near_postgres(
+    conn: Connection,
+    layout: Layout,
+    wanted: list[tuple[int, int]],
+    found: list[list[StoredPage]],
+    max_distance: int,
+) -> list[list[StoredPage]]:
+    """`found` filled in at the positions `wanted` (position, fingerprint). Blocks: one statement
+    for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
+    batch = layout.near_batch([fp for _, fp in wanted], max_distance)
+    if batch is not None:
+        hits = [(n, to_unsigned(fingerprint)) for n, fingerprint in fetch(conn, *batch)]
+        by_fingerprint = pages_by_fingerprint(conn, layout, sorted({fp for _, fp in hits}))
+        for n, fingerprint in hits:
+            found[wanted[n - 1][0]] += by_fingerprint.get(fingerprint, [])
+        for pages in found:
+            pages.sort(key=lambda page: page.order)
+        return found
+    raw = conn.connection.dbapi_connection
+    if raw is None:
+        raise IndexUnavailableError("the database connection was closed in the middle of a batch")
+    cursors = []
+    with raw.pipeline():
+        for _, fingerprint in wanted:
+            cursor = raw.cursor()
+            cursor.execute(*layout.near(fingerprint, max_distance))
+            cursors.append(cursor)
+    for (position, _), cursor in zip(wanted, cursors):
+        fetched = cursor.fetchall()
+        cursor.close()
+        found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in fetched]
+    return found

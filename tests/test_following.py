@@ -1,0 +1,177 @@
+"""A writer's in-memory lookup follows every change another writer makes to the table.
+
+Writer `a` decides against its in-memory index (lookup.py); every other change comes through
+another connection: a second index object (a second process would be the same to the
+database), plain SQL, a bulk load. After each change, `a` must decide as if it had read the
+table itself: a page near a committed one is its duplicate; a page near one that left is new.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from conftest import without_layout
+from sqlalchemy import create_engine
+
+from simhash_index import Signature, SimhashIndex
+from simhash_index.index.records import now
+from simhash_index.index.sql import changes
+from simhash_index.index.sql.engine import lock_writers
+from simhash_index.index.sql.statements import MARKS, db_time, document_row, execute_many, upsert_documents
+
+BASE = 0x0123_4567_89AB_CDEF
+FAR = 0xF0F0_0F0F_3C3C_C3C3  # 32 bits from BASE
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def writers(url: str) -> Iterator[tuple[SimhashIndex, SimhashIndex]]:
+    """Writer `a`, whose lookup is built before the other writer `b` changes anything."""
+    with SimhashIndex(url) as a, SimhashIndex(url) as b:
+        a.check_and_add("https://a.example/seed", FAR ^ 0xFFFF)  # builds a's lookup
+        yield a, b
+
+
+def near_copy(fingerprint: int, bits: int = 5) -> int:
+    return fingerprint ^ ((1 << bits) - 1) << 20
+
+
+def duplicate_of(index: SimhashIndex, key: str, fingerprint: int) -> str | None:
+    match = index.check_and_add(key, fingerprint)
+    return None if match is None else match.key
+
+
+def sql(url: str, *statements: str) -> None:
+    engine = create_engine(without_layout(url))
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement)
+    engine.dispose()
+
+
+def test_a_page_another_writer_stored_is_seen(writers):
+    a, b = writers
+    b.check_and_add("https://b.example/page", BASE)
+    assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://b.example/page"
+    assert a.lookup.builds == 1  # followed through the change feed, not built again
+
+
+def test_a_fingerprint_updated_in_place_is_seen_at_its_new_value_only(writers):
+    a, b = writers
+    b.check_and_add("https://b.example/page", FAR)
+    assert duplicate_of(a, "https://a.example/far-copy", near_copy(FAR, 3)) == "https://b.example/page"
+    b.check_and_add("https://b.example/page", BASE)  # its text changed: its row follows it
+    assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://b.example/page"
+    assert duplicate_of(a, "https://a.example/old-copy", near_copy(FAR, 4)) is None
+
+
+def test_a_superseding_survivor_is_seen_and_the_superseded_page_is_not(url, writers):
+    a, _ = writers
+    with SimhashIndex(url, prefer="longest") as b:
+        b.check_and_add("https://b.example/short", Signature(BASE, 1, words=10))
+        match = b.check_and_add("https://b.example/long", Signature(BASE ^ 1 << 40, 2, words=50))
+        assert match is not None and match.superseded == "longer"
+    assert duplicate_of(a, "https://a.example/copy", BASE ^ 1 << 40 ^ 0b111) == "https://b.example/long"
+
+
+@pytest.mark.parametrize("how", ["forget", "prune", "reset", "plain SQL"])
+def test_a_page_that_left_is_not_matched_and_a_new_one_in_its_place_is(url, writers, how):
+    a, b = writers
+    b.check_and_add("https://b.example/page", BASE)
+    assert duplicate_of(a, "https://a.example/first", near_copy(BASE)) == "https://b.example/page"
+    if how == "forget":
+        b.forget(["https://b.example/page"])
+    elif how == "prune":
+        b.prune(before=datetime.now(timezone.utc) + timedelta(days=1))
+    elif how == "reset":
+        b.reset()
+    else:
+        sql(url, "DELETE FROM simhash_duplicates", "DELETE FROM simhash_documents WHERE key = 'https://b.example/page'")
+    assert duplicate_of(a, "https://a.example/second", near_copy(BASE, 4)) is None  # stored: nothing near
+    b.check_and_add("https://b.example/again", near_copy(FAR))
+    assert duplicate_of(a, "https://a.example/third", FAR) == "https://b.example/again"
+    assert a.lookup.builds == (2 if how == "reset" else 1)  # a reset starts a new epoch: built anew
+
+
+def test_rows_written_by_plain_sql_and_bulk_loads_are_seen(url, writers):
+    a, b = writers
+    b.add_many([(f"https://b.example/bulk/{n}", BASE ^ (n << 50)) for n in range(1, 50)])
+    assert duplicate_of(a, "https://a.example/bulk-copy", near_copy(BASE ^ 7 << 50)) == "https://b.example/bulk/7"
+    with SimhashIndex(url) as c:  # a row as the library writes it, then its fingerprint changed by hand
+        c.check_and_add("https://c.example/page", FAR)
+    signed = BASE - (1 << 64) if BASE >= 1 << 63 else BASE
+    blocks = ", ".join(f"block{i} = {(BASE >> 16 * i) & 0xFFFF}" for i in range(4))
+    sql(url, f"UPDATE simhash_documents SET fingerprint = {signed}, {blocks} WHERE key = 'https://c.example/page'")
+    assert duplicate_of(a, "https://a.example/sql-copy", BASE ^ 0b1011 << 30) in {
+        "https://c.example/page",
+        "https://b.example/bulk/0",
+    }
+    assert duplicate_of(a, "https://a.example/far-copy", near_copy(FAR, 2)) is None
+
+
+def test_a_writer_behind_the_trimmed_log_builds_its_index_again(writers, monkeypatch):
+    a, b = writers
+    monkeypatch.setattr(changes, "KEEP", 20)
+    monkeypatch.setattr("simhash_index.index.sql.lookup.TRIM_EVERY", 5)
+    for n in range(60):  # each trim keeps the last 20 entries: a falls behind the floor
+        b.check_and_add(f"https://b.example/{n}", (n * 0x9E37_79B9_7F4A_7C15) % 2**64)
+    b.check_and_add("https://b.example/page", BASE)
+    assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://b.example/page"
+    assert a.lookup.builds == 2
+
+
+def test_an_index_without_the_change_feed_gets_it_when_written(url):
+    """An index an earlier version wrote has no change feed: a writer adds it, and follows from there."""
+    with SimhashIndex(url) as first:
+        first.check_and_add("https://a.example/page", BASE)
+        postgres = url.startswith("postgresql")
+    drops = ["DROP TABLE simhash_changes", "DELETE FROM simhash_meta WHERE name IN ('changes_epoch', 'changes_floor')"]
+    drops += (
+        ["DROP TRIGGER simhash_documents_changes ON simhash_documents"]
+        if postgres
+        else [f"DROP TRIGGER simhash_documents_{name}" for name in ("added", "changed", "removed")]
+    )
+    sql(url, *drops)
+    with SimhashIndex(url, create=False) as a, SimhashIndex(url, create=False) as b:
+        assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://a.example/page"
+        b.check_and_add("https://b.example/page", FAR)
+        assert duplicate_of(a, "https://a.example/far-copy", near_copy(FAR)) == "https://b.example/page"
+
+
+def test_a_truncated_table_starts_a_new_epoch(postgres_url):
+    with SimhashIndex(postgres_url) as a:
+        a.check_and_add("https://a.example/page", BASE)
+        sql(postgres_url, "TRUNCATE simhash_documents CASCADE")
+        assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) is None
+        assert a.lookup.builds == 2
+
+
+def test_a_writer_waits_for_the_writer_lock_then_sees_what_its_holder_committed(url):
+    """Another writer holds the writer lock and stores a page (here by hand, as plain SQL would):
+    a check of a near copy that starts meanwhile waits, then finds it."""
+    with SimhashIndex(url) as a, SimhashIndex(url) as b:
+        a.check_and_add("https://a.example/seed", FAR)
+        answers: list[str | None] = []
+        with b.transaction() as conn:
+            lock_writers(conn)
+            mark = MARKS[conn.dialect.paramstyle]
+            when = db_time(conn.dialect.name, now())
+            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect=conn.dialect.name)
+            execute_many(conn, upsert_documents(b.layout, mark), [row])
+
+            def check() -> None:
+                answers.append(duplicate_of(a, "https://a.example/copy", near_copy(BASE)))
+
+            checking = threading.Thread(target=check)
+            checking.start()
+            checking.join(timeout=0.5)
+            assert checking.is_alive()  # waiting for the lock
+        checking.join(timeout=60)
+    assert answers == ["https://b.example/page"]
