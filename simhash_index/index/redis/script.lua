@@ -1,5 +1,5 @@
 -- The server side of simhash_index.index.redis: each call runs atomically in Redis.
--- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is docs/redis.md's.
+-- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is docs/schema.md's.
 -- `check` applies the rule of simhash_index/index/rule.py (the specification; a differential
 -- test in tests/test_redis_index.py holds this copy to it).
 -- Fingerprints and text hashes travel as 16 lower-case hex digits, '' meaning none. Lua numbers
