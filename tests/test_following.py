@@ -18,7 +18,7 @@ from sqlalchemy import create_engine
 
 from simhash_index import Signature, SimhashIndex
 from simhash_index.index.records import now
-from simhash_index.index.sql import changes
+from simhash_index.index.sql import changes, writing
 from simhash_index.index.sql.engine import lock_writers
 from simhash_index.index.sql.statements import MARKS, db_time, document_row, execute_many, upsert_documents
 
@@ -119,7 +119,7 @@ def test_rows_written_by_plain_sql_and_bulk_loads_are_seen(url, writers):
 def test_a_writer_behind_the_trimmed_log_builds_its_index_again(writers, monkeypatch):
     a, b = writers
     monkeypatch.setattr(changes, "KEEP", 20)
-    monkeypatch.setattr("simhash_index.index.sql.lookup.TRIM_EVERY", 5)
+    monkeypatch.setattr(changes, "TRIM_EVERY", 5)
     for n in range(60):  # each trim keeps the last 20 entries: a falls behind the floor
         b.check_and_add(f"https://b.example/{n}", (n * 0x9E37_79B9_7F4A_7C15) % 2**64)
     b.check_and_add("https://b.example/page", BASE)
@@ -132,7 +132,8 @@ def test_an_index_without_the_change_feed_gets_it_when_written(url):
     with SimhashIndex(url) as first:
         first.check_and_add("https://a.example/page", BASE)
         postgres = url.startswith("postgresql")
-    drops = ["DROP TABLE simhash_changes", "DELETE FROM simhash_meta WHERE name IN ('changes_epoch', 'changes_floor')"]
+    feed = "('changes_epoch', 'changes_floor', 'changes_feed')"
+    drops = ["DROP TABLE simhash_changes", f"DELETE FROM simhash_meta WHERE name IN {feed}"]
     drops += (
         ["DROP TRIGGER simhash_documents_changes ON simhash_documents"]
         if postgres
@@ -175,3 +176,89 @@ def test_a_writer_waits_for_the_writer_lock_then_sees_what_its_holder_committed(
             assert checking.is_alive()  # waiting for the lock
         checking.join(timeout=60)
     assert answers == ["https://b.example/page"]
+
+
+def test_the_change_log_stays_short_whoever_writes(url, monkeypatch):
+    """Writers trim the log now and then, whatever their lookup, and bulk loads too."""
+    monkeypatch.setattr(changes, "KEEP", 20)
+    monkeypatch.setattr(changes, "TRIM_EVERY", 10)
+    with SimhashIndex(url, lookup="sql") as index:
+        index.add_many(
+            ((f"https://bulk.example/{n}", n * 0x9E37_79B9_7F4A_7C15 % 2**64) for n in range(200)), batch_size=10
+        )
+        for start in range(0, 100, 10):
+            index.check_and_add_many(
+                (f"https://check.example/{n}", n * 0xC2B2_AE3D_27D4_EB4F % 2**64) for n in range(start, start + 10)
+            )
+        with index.transaction(write=False) as conn:
+            logged = conn.exec_driver_sql("SELECT count(*) FROM simhash_changes").scalar_one()
+    assert 0 < logged <= 20 + 10
+
+
+def test_threads_sharing_one_writer_decide_one_batch_at_a_time(url):
+    """Several threads on one index object, each with a copy of every group's page: its in-memory
+    lookup follows one batch at a time, and one page of each group is stored."""
+    bases = [g * 0x9E37_79B9_7F4A_7C15 % 2**64 for g in range(1, 41)]  # some 32 bits apart
+    copies = [
+        [(f"https://t{t}.example/{g}", Signature(fp ^ 1 << t, g)) for g, fp in enumerate(bases)] for t in range(4)
+    ]
+    with SimhashIndex(url) as index:
+        threads = [threading.Thread(target=index.check_and_add_many, args=(pages,)) for pages in copies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        stored = [key for pages in copies for key, _ in pages if index.get(key) is not None]
+    assert len(stored) == 40 and len({key.rsplit("/", 1)[1] for key in stored}) == 40
+
+
+def test_postgres_a_batch_decided_before_the_lock_that_another_writer_touched_is_decided_again(
+    postgres_url, monkeypatch
+):
+    """A PostgreSQL writer decides and writes its batch before it takes the writer lock; a writer
+    that held the lock meanwhile stored a near copy of its page: the batch is rolled back and
+    decided again, and its page is that copy's duplicate."""
+    monkeypatch.setattr(writing, "WAIT_FOR_LOCK_MS", 60_000)
+    with SimhashIndex(postgres_url) as a, SimhashIndex(postgres_url) as b:
+        a.check_and_add("https://a.example/seed", FAR)
+        optimistic = a.writer.optimistic
+        answers: list[str | None] = []
+        with b.transaction() as conn:
+            lock_writers(conn)
+            checking = threading.Thread(
+                target=lambda: answers.append(duplicate_of(a, "https://a.example/page", near_copy(BASE)))
+            )
+            checking.start()
+            checking.join(timeout=1)  # decided and written, now waiting for the lock
+            assert checking.is_alive()
+            when = db_time("postgresql", now())
+            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect="postgresql")
+            execute_many(conn, upsert_documents(b.layout, "%s"), [row])
+        checking.join(timeout=60)
+        assert answers == ["https://b.example/page"]
+        assert a.writer.optimistic == optimistic  # not committed as first decided
+        assert duplicate_of(a, "https://a.example/later", FAR ^ 0b111 << 9) == "https://a.example/seed"
+        assert a.writer.optimistic == optimistic + 1
+
+
+def test_postgres_a_writer_holding_the_lock_never_waits_long_for_a_row_of_an_undecided_batch(postgres_url):
+    """The lock holder needs a row that a batch decided before the lock wrote (the same key): the
+    batch gives up waiting for the lock, rolls back, and waits its turn; both finish."""
+    with SimhashIndex(postgres_url) as a, SimhashIndex(postgres_url) as b:
+        a.check_and_add("https://a.example/seed", FAR)
+        answers: list[str | None] = []
+        with b.transaction() as conn:
+            lock_writers(conn)
+            checking = threading.Thread(
+                target=lambda: answers.append(duplicate_of(a, "https://shared.example/page", BASE))
+            )
+            checking.start()
+            checking.join(timeout=0.1)
+            when = db_time("postgresql", now())
+            row = document_row(
+                b.layout, "https://shared.example/page", Signature(FAR ^ 1 << 60, 5), when, dialect="postgresql"
+            )
+            execute_many(conn, upsert_documents(b.layout, "%s"), [row])  # waits for the batch's row, if it wrote it
+        checking.join(timeout=60)
+        assert answers == [None]  # its own key, stored before: the row follows its text
+        assert a.get("https://shared.example/page").fingerprint == BASE

@@ -96,3 +96,28 @@ def test_a_radius_outside_0_to_63_is_refused(radius):
 def test_signed_fingerprints_as_the_database_stores_them_are_read_as_unsigned():
     index = NearIndex(np.array([-1, 5], np.int64))
     assert index.search([2**64 - 1, 4], 1).of(2) == [[2**64 - 1], [5]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), fingerprints, st.booleans()), max_size=80), st.integers(0, 8))
+def test_a_memory_index_finds_what_brute_force_finds_as_pages_come_and_go(steps, radius):
+    """MemoryIndex finds near pages through a NearIndex that keeps stale fingerprints until it is
+    rebuilt: its answers are those of brute force over the pages stored at each moment."""
+    from unittest import mock
+
+    from simhash_index import SimhashIndex
+    from simhash_index.index.memory import backend
+
+    stored: dict[str, int] = {}
+    with mock.patch.object(backend, "REBUILD_FROM", 8), SimhashIndex("memory://", max_distance=radius) as index:
+        for number, fingerprint, forget in steps:
+            key = f"k{number}"
+            if forget:
+                index.forget([key])
+                stored.pop(key, None)
+            else:
+                index.add(key, fingerprint)
+                stored[key] = fingerprint
+            probe = fingerprint ^ 0b101
+            expected = {k: (v ^ probe).bit_count() for k, v in stored.items() if (v ^ probe).bit_count() <= radius}
+            assert {m.key: m.distance for m in index.query(probe)} == expected

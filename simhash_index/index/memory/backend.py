@@ -1,6 +1,7 @@
 """An index held in this process's memory: for dry runs, examples and tests.
 
-The same rule and answers as the database backends; nothing outlives the object.
+The same rule and answers as the database backends; nothing outlives the object. Near pages
+are found through a NearIndex of the stored fingerprints (held to brute force by its tests).
 Thread-safe: one lock serialises every call.
 """
 
@@ -18,8 +19,10 @@ from .. import rule
 from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
 from ..texts import TextSizes
+from .near import NearIndex
 
 SCHEMA_VERSION = "1"
+REBUILD_FROM = 1024  # the NearIndex is built anew when a quarter of its fingerprints (at least this many) went
 _COPIED = 1 << 62  # copied pages rank before any page stored here
 
 
@@ -30,7 +33,7 @@ class _Logged:
 
 
 class MemoryIndex(Index):
-    """Pages in dicts, by key and by text hash; near pages found by comparing with every page."""
+    """Pages in dicts, by key and by text hash; near pages found through a NearIndex of their fingerprints."""
 
     def __init__(
         self,
@@ -49,6 +52,9 @@ class MemoryIndex(Index):
         self._order = itertools.count(1)
         self._pages: dict[str, StoredPage] = {}
         self._by_text: dict[int, set[str]] = defaultdict(set)
+        self._near = NearIndex()
+        self._by_fingerprint: dict[int, set[str]] = defaultdict(set)  # near-matchable pages
+        self._stale = 0  # fingerprints in _near whose pages went
         self._log: dict[str, _Logged] = {}
         self._log_order = itertools.count(1)
         self._kept_texts: dict[str, bytes] = {}
@@ -73,17 +79,31 @@ class MemoryIndex(Index):
         self._pages[key] = page
         if signature.text_hash is not None:
             self._by_text[signature.text_hash].add(key)
+        fingerprint = signature.near_simhash
+        if fingerprint is not None:
+            self._near.add([fingerprint])
+            self._by_fingerprint[fingerprint].add(key)
         self._log.pop(key, None)  # a stored page is nobody's duplicate
 
     def _unindex(self, page: StoredPage) -> None:
         signature = page.signature
         if signature.text_hash is not None:
             self._by_text[signature.text_hash].discard(page.key)
+        fingerprint = signature.near_simhash
+        if fingerprint is not None:
+            self._by_fingerprint[fingerprint].discard(page.key)
+            self._stale += 1
+            if self._stale * 4 > max(REBUILD_FROM, len(self._near)):
+                self._near = NearIndex(fp for fp, keys in self._by_fingerprint.items() if keys)
+                self._stale = 0
 
     def _candidates(self, signature: Signature) -> list[StoredPage]:
-        """Every stored page, when this one is near-matchable: a brute-force search, the
-        reference the database backends' probes are tested against (the rule checks the distance)."""
-        return list(self._pages.values()) if signature.near_simhash is not None else []
+        """The stored pages within the radius of this one, when it is near-matchable."""
+        fingerprint = signature.near_simhash
+        if fingerprint is None:
+            return []
+        found = self._near.search([fingerprint], self.max_distance).fingerprints.tolist()
+        return [self._pages[key] for fp in dict.fromkeys(found) for key in self._by_fingerprint.get(fp, ())]
 
     # -- the interface -------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
@@ -30,12 +29,11 @@ from ..records import (
     Match,
     Policy,
     StoredPage,
-    as_utc,
     key_hash,
     now,
 )
 from ..texts import TextSizes
-from . import batch, bulk, forgetting
+from . import bulk, duplicates, forgetting
 from . import texts as kept_texts
 from .engine import (
     DEFAULT_ACCESS,
@@ -44,7 +42,6 @@ from .engine import (
     Access,
     call_deadline,
     is_memory,
-    lock_writers,
     open_engine,
     open_read_engine,
     parse_url,
@@ -66,9 +63,7 @@ from .statements import (
     row_page,
     upsert_documents,
 )
-
-STREAM_ROWS = 1000  # rows fetched at a time by listings
-CATCH_UP_TRIES = 3  # builds of the in-memory lookup a batch may need before it gives up
+from .writing import Writer
 
 
 class SqlIndex(Index):
@@ -102,6 +97,7 @@ class SqlIndex(Index):
         self.read_only = access.read_only
         self.keep_texts = keep_texts
         self._load = bulk.NO_LOAD
+        self._deciding = threading.Lock()  # one batch at a time follows the table in this process
         self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
         self.dialect = self.sqlalchemy_url.get_backend_name()
         if create:
@@ -133,6 +129,7 @@ class SqlIndex(Index):
         self.lookup: Lookup = (
             MemoryLookup(self.layout, self.transaction) if lookup == "memory" else TableLookup(self.layout)
         )
+        self.writer = Writer(self.transaction, self.layout, self.lookup, self._evidence, self.url)
 
     @property
     def location(self) -> str:
@@ -225,24 +222,10 @@ class SqlIndex(Index):
         return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
-        """Under the writer lock: follow the table (the lookup), decide, write, commit."""
+        """Atomically, seeing every committed page (writing.py)."""
         self._writable()
-        lookup = self.lookup
-        for _ in range(CATCH_UP_TRIES):
-            lookup.prepare()
-            with self.transaction() as conn:
-                lock_writers(conn)
-                if not lookup.catch_up(conn):
-                    continue  # the table moved past what the lookup can follow: build it anew
-                answers = batch.check_and_add_many(
-                    conn, self.layout, pages, self.policy, now(), evidence=self._evidence, near=lookup.near
-                )
-                lookup.wrote(conn)
-            lookup.committed()
-            return answers
-        raise IndexUnavailableError(
-            f"{self.url} changed faster than this writer could follow it {CATCH_UP_TRIES} times in a row"
-        )
+        with self._deciding:
+            return self.writer.check_and_add_many(pages, self.policy, self.dialect)
 
     @property
     def keys_unique(self) -> bool:
@@ -270,6 +253,7 @@ class SqlIndex(Index):
                 execute_many(
                     conn, f"DELETE FROM simhash_duplicates WHERE key_hash = {mark}", [(row[1],) for row in rows]
                 )
+            self.writer.wrote(conn, len(rows), locked=False)
 
     def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
         self._writable()
@@ -349,55 +333,17 @@ class SqlIndex(Index):
         return None
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
-        t = self.tables.duplicates.c
-        columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at]
-        columns += [t[name] for name in self._evidence]
-        statement = select(*columns).order_by(t.id)
-        if since is not None:
-            statement = statement.where(t.seen_at >= since)
         with self.transaction(write=False) as conn:
-            result = conn.execution_options(yield_per=STREAM_ROWS).execute(statement)
-            with result:
-                for row in result:
-                    yield _duplicate(row, row.duplicate_of)
+            yield from duplicates.logged(conn, self.tables, self._evidence, since)
 
     def _duplicate(self, key: str) -> Duplicate | None:
-        t = self.tables.duplicates.c
-        columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at]
-        columns += [t[name] for name in self._evidence]
         with self.transaction(write=False) as conn:
-            rows = conn.execute(select(*columns).where(t.key_hash == key_hash(key), t.key == key)).all()
-        return _duplicate(rows[0], rows[0].duplicate_of) if rows else None
+            return duplicates.one(conn, self.tables, self._evidence, key)
 
     def clusters(self, *, limit: int | None = None) -> Iterator[Cluster]:
         """Each stored page that has duplicates, with them: the largest clusters first (one GROUP BY)."""
-        dup, doc = self.tables.duplicates, self.tables.documents
-        size = func.count().label("size")
-        sizes = (
-            select(dup.c.duplicate_of_id.label("doc_id"), size)
-            .group_by(dup.c.duplicate_of_id)
-            .order_by(size.desc(), func.min(dup.c.id))
-            .limit(limit)
-            .subquery()
-        )
-        columns = [sizes.c.doc_id, doc.c.key.label("stored"), dup.c.key, dup.c.distance, dup.c.exact, dup.c.seen_at]
-        columns += [dup.c[name] for name in self._evidence]
-        statement = (
-            select(*columns)
-            .select_from(sizes.join(doc, doc.c.id == sizes.c.doc_id).join(dup, dup.c.duplicate_of_id == sizes.c.doc_id))
-            .order_by(sizes.c.size.desc(), sizes.c.doc_id, dup.c.distance, dup.c.id)
-        )
         with self.transaction(write=False) as conn:
-            result = conn.execution_options(yield_per=STREAM_ROWS).execute(statement)
-            with result:
-                members: list[Any] = []
-                for row in result:
-                    if members and row.doc_id != members[0].doc_id:
-                        yield Cluster(members[0].stored, tuple(_duplicate(m, m.stored) for m in members))
-                        members = []
-                    members.append(row)
-                if members:
-                    yield Cluster(members[0].stored, tuple(_duplicate(m, m.stored) for m in members))
+            yield from duplicates.clusters(conn, self.tables, self._evidence, limit)
 
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         found: dict[str, StoredPage] = {}
@@ -418,19 +364,3 @@ class SqlIndex(Index):
     def close(self) -> None:
         self._engine.dispose()
         self._reads.dispose()
-
-
-def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
-    mapping = row._mapping
-    fingerprint = mapping.get("fingerprint")
-    return Duplicate(
-        key=row.key,
-        duplicate_of=duplicate_of,
-        distance=row.distance,
-        exact=bool(row.exact),
-        seen_at=as_utc(row.seen_at),
-        fingerprint=None if fingerprint is None else to_unsigned(fingerprint),
-        similarity=mapping.get("similarity"),
-        radius=mapping.get("radius"),
-        superseded=mapping.get("superseded"),
-    )

@@ -205,6 +205,11 @@ class Stored:
         return page.order if page is not None and page.order < _BATCH_ORDER else None
 
 
+class Vanished(Exception):
+    """A page the batch matched went before the batch was written (possible only when the batch
+    was decided before the writer lock): decide it again."""
+
+
 def _within(pages: Sequence[Page], radius: int) -> npt.NDArray[np.bool_]:
     """Which of the batch's pages are within `radius` of which (False for pages matched by text only)."""
     fingerprints = [signature.near_simhash for _, signature in pages]
@@ -234,11 +239,13 @@ def _write(
     targets = {match.key for _, match in logged.values()} | set(stored.moved.values())
     ids = {key: stored.row_id(key) for key in targets}
     missing = sorted({key_hash(key) for key, row_id in ids.items() if row_id is None})
-    if missing:  # pages this batch stored: their ids exist now
+    if missing:  # pages this batch stored, and pages matched by their fingerprint or text
         dialect = conn.dialect.name
         for row in fetch(conn, pages_where(dialect, "key_hash", len(missing)), in_parameters(dialect, missing)):
             if row[1] in ids and ids[row[1]] is None:
                 ids[row[1]] = row[0]
+        if None in ids.values():
+            raise Vanished()
     entries = []
     for key, (signature, match) in logged.items():
         hashed = stored.hashes[key] if key in stored.hashes else key_hash(key)  # a superseded page's may not be

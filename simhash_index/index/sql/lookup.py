@@ -35,7 +35,6 @@ LookupName = Literal["memory", "sql"]
 LOOKUPS: tuple[LookupName, ...] = get_args(LookupName)
 STALE_SHARE = 4  # build anew once more fingerprints left the table than a quarter of those held
 MIN_STALE = 10_000
-TRIM_EVERY = changes.KEEP // 4  # log entries followed between two trims of the log
 
 NearPages = Callable[[Connection, Sequence[Signature], int], list[list[StoredPage]]]
 Transaction = Callable[..., AbstractContextManager[Connection]]
@@ -94,7 +93,6 @@ class MemoryLookup:
         self._mark: changes.Mark | None = None
         self._stale = 0
         self._own: changes.Changes | None = None
-        self._untrimmed = 0
         self.builds = 0  # times the index was built from the table
 
     def prepare(self) -> None:
@@ -115,12 +113,17 @@ class MemoryLookup:
 
     def catch_up(self, conn: Connection) -> bool:
         self._own = None
+        return self.follow(conn) is not None and self.index is not None
+
+    def follow(self, conn: Connection) -> changes.Changes | None:
+        """Follow what was committed since the last look (by other writers: this transaction's
+        own rows wait for its commit); None when the lookup can no longer follow the table."""
         found = None if self._mark is None else changes.since(conn, self._mark)
         if found is None:
             self.index = None
-            return False
+            return None
         self._follow(found)
-        return self.index is not None
+        return found
 
     def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
         found: list[list[StoredPage]] = [[] for _ in signatures]
@@ -141,9 +144,6 @@ class MemoryLookup:
         if self._mark is None:
             return
         self._own = changes.written(conn, self._mark)
-        if self._untrimmed + len(self._own.added) + self._own.removed >= TRIM_EVERY:
-            changes.trim(conn)
-            self._untrimmed = 0
 
     def committed(self) -> None:
         if self._own is not None:
@@ -154,7 +154,6 @@ class MemoryLookup:
         if self.index is not None:
             self.index.add(found.added)
         self._stale += found.removed
-        self._untrimmed += len(found.added) + found.removed
         self._mark = found.mark
 
 
