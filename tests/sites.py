@@ -426,17 +426,15 @@ SNAPSHOTS = {  # a news site's snapshots, oldest first, and when each was taken
 POSTS = {"launch": "2023-03-02", "release": "2023-05-20", "meetup": "2023-08-11", "notice": "2023-10-01"}
 
 
-def build_snapshots(root: Path, *, newest_first: bool = False, same_modified: bool = False) -> str:
-    """Snapshots of a news site side by side, as a site's history serves them: every snapshot of
-    a post says the same publication date (its metadata), its text a few words further edited in
+def build_snapshots(root: Path, *, same_modified: bool = False) -> None:
+    """Snapshots of a news site side by side, as a site's history serves them, each under its
+    own folder with a home page (`SNAPSHOT/index.html`) linking to its posts: every snapshot of a
+    post says the same publication date (its metadata), its text a few words further edited in
     each (`notice` the same in all). Files are last modified when their snapshot was taken
-    (HTTP Last-Modified), or all at one moment with `same_modified`. Each snapshot's home page
-    links to its posts and to the next snapshot's home, oldest first (or `newest_first`), so a
-    crawl with DEPTH_PRIORITY=1 meets the snapshots in that order. Returns the first home's path."""
-    order = list(reversed(SNAPSHOTS)) if newest_first else list(SNAPSHOTS)
+    (HTTP Last-Modified), or all at the first snapshot's time with `same_modified`."""
     for n, snapshot in enumerate(SNAPSHOTS):
         taken = datetime.fromisoformat(
-            SNAPSHOTS[order[0] if same_modified else snapshot] + "T12:00:00+00:00"
+            SNAPSHOTS[next(iter(SNAPSHOTS)) if same_modified else snapshot] + "T12:00:00+00:00"
         ).timestamp()
         files = {}
         for p, (post, date) in enumerate(POSTS.items()):
@@ -444,15 +442,12 @@ def build_snapshots(root: Path, *, newest_first: bool = False, same_modified: bo
             files[f"{snapshot}/{post}.html"] = dated_page(
                 post.title(), edit_words(text, p, 2 * n * (post != "notice")), date, nav=0
             )
-        later = order.index(snapshot) + 1
-        next_home = f'<a href="/{order[later]}/index.html">next snapshot</a>' if later < len(order) else ""
         links = "".join(f'<li><a href="/{path}">{path}</a></li>' for path in files)
         files[f"{snapshot}/index.html"] = (
-            f"<html><head><title>News</title></head><body><ul>{links}</ul>{next_home}</body></html>"
+            f"<html><head><title>News {snapshot}</title></head><body><ul>{links}</ul></body></html>"
         )
         for path, html in files.items():
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(html, encoding="utf-8")
             os.utime(target, (taken, taken))
-    return f"{order[0]}/index.html"
