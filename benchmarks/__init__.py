@@ -1,1 +1,1 @@
-"""The benchmark suite: `python -m benchmarks.NAME` from the repository root (docs/benchmarks.md lists them)."""
+"""The benchmark suite: `python -m benchmarks.NAME` from the repository root (benchmarks/README.md lists them)."""

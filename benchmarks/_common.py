@@ -1,4 +1,4 @@
-"""What the benchmarks share: timing rounds, the machine line, tables and docs/benchmarks.md sections."""
+"""What the benchmarks share: timing rounds, the machine line, tables and docs/performance.md sections."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DOCS = REPO / "docs" / "benchmarks.md"
+DOCS = REPO / "docs" / "performance.md"
 # The evaluation corpus: $SIMHASH_BENCH_EVAL, else shared/eval beside the clone.
 EVAL = Path(os.environ.get("SIMHASH_BENCH_EVAL") or REPO.parent / "shared" / "eval")
-_TITLE = "# Benchmarks\n"
+_TITLE = "# How fast\n"
 
 
 def machine() -> str:
@@ -70,7 +70,7 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def write_section(name: str, body: str, path: Path = DOCS) -> None:
-    """Replace this benchmark's section of docs/benchmarks.md, keeping the others."""
+    """Replace this benchmark's section of docs/performance.md, keeping the others."""
     start, end = f"<!-- {name}: start -->", f"<!-- {name}: end -->"
     section = f"{start}\n{body.strip()}\n{end}\n"
     text = path.read_text() if path.exists() else _TITLE

@@ -149,7 +149,7 @@ def parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting for every scored crawl"
     )
     p.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's own)")
-    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md alone")
     return p
 
 
@@ -206,7 +206,7 @@ fast mode: no fallback extractors), reported only, no default changed.
 
 {chr(10).join(s + chr(10) for s in sections)}"""
     write_section("crawl_eval", body)
-    print("wrote the crawl_eval section of docs/benchmarks.md")
+    print("wrote the crawl_eval section of docs/performance.md")
 
 
 def timing(start: str, workdir: Path, rounds: int) -> str:

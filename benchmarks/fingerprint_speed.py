@@ -22,7 +22,7 @@ and IDF tables) is timed apart. That section is printed only.
 
 Tokens/s are input tokens over wall time. The implementations run in interleaved rounds (a shared
 machine's load hits them alike); the first round is "cold" (our cache and trafilatura's emptied),
-the others "warm"; figures are medians. Writes its section of docs/benchmarks.md.
+the others "warm"; figures are medians. Writes its section of docs/performance.md.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint_speed", description=__doc__.splitlines()[0])
     p.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (the first is cold)")
-    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md alone")
     p.add_argument(
         "--fingerprinter",
         action="append",
@@ -210,7 +210,7 @@ emptied), warm = the median of the rest.
 {verdict}
 """,
         )
-        print(f"\nwrote {Path('docs/benchmarks.md')}")
+        print(f"\nwrote {Path('docs/performance.md')}")
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="1: the realistic sites cached so far")
     p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     p.add_argument("--redis-url", default=os.environ.get("SIMHASH_BENCH_REDIS_URL", DEFAULT_REDIS))
-    p.add_argument("--write", nargs="?", const="index", metavar="SECTION", help="write docs/benchmarks.md's section")
+    p.add_argument("--write", nargs="?", const="index", metavar="SECTION", help="write docs/performance.md's section")
     return p
 
 

@@ -13,7 +13,7 @@ page in ten is a near-duplicate of an earlier page (the same text with a few wor
 their defaults; --plain: dedup off, the baseline), stopped after --pages pages or --max-minutes. The
 crawl's RSS (the process alone, and with its extraction workers) is sampled from /proc every
 --interval seconds, beside the pages served so far. Writes docs/crawl_memory.png (--plain:
-crawl_memory_plain.png) and its section of docs/benchmarks.md.
+crawl_memory_plain.png) and its section of docs/performance.md.
 
 index: decides --pages distinct pages (random fingerprints, text hashes and 256-byte sketches) in
 batches with `check_and_add_many`, as the pipeline's writer does, into a new index (SQLite in a
@@ -291,7 +291,7 @@ from {early[1]:.0f} MB (20-30% of the pages fetched) to {late[1]:.0f} MB (85-95%
     print(body)
     if not args.no_write:
         write_section(name, body)
-        print("wrote docs/crawl_memory.png and the crawl_memory section of docs/benchmarks.md")
+        print("wrote docs/crawl_memory.png and the crawl_memory section of docs/performance.md")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ sketch. `--logged` more pages are checked (`check_and_add`), copies of stored on
 duplicates log has entries. The older half of the pages (and of the log) is then dated 40 days
 back. Each variant runs on its own copy of that file, in a fresh process (its peak RSS is the
 prune's alone), while another process calls check_and_add in a loop: its slowest call is how long
-a crawl waited for the writer lock. Writes docs/forgetting.md's "Measured" section.
+a crawl waited for the writer lock. Writes docs/operating.md's "Pruning, measured" section.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def main() -> None:
     ours, naive = measured.values()
     body = "\n".join(
         [
-            "## Measured",
+            "## Pruning, measured",
             "",
             f"`{command()}`, {stamp()}; {machine()}.",
             f"A {args.n:,}-page SQLite index (blocks layout, sketches, {args.logged:,} duplicates logged), the older",
@@ -164,7 +164,7 @@ def main() -> None:
         ]
     )
     if not args.no_write:
-        doc = REPO / "docs" / "forgetting.md"
+        doc = REPO / "docs" / "operating.md"
         write_section("prune benchmark", body, doc)
     print(body)
 

@@ -96,7 +96,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workers", type=int, default=2, help="processes generating pages")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--write", action="store_true", help="replace this run's section of docs/benchmarks.md")
+    p.add_argument("--write", action="store_true", help="replace this run's section of docs/performance.md")
     return p
 
 

@@ -197,7 +197,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grow-step", type=int, default=50_000, help="SQLite: pages a growth step adds")
     p.add_argument("--grow-steps", type=int, default=6, help="SQLite: growth steps (0: none)")
     p.add_argument("--max-distance", type=int, help="the search radius (default: the library's)")
-    p.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    p.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md alone")
     return p
 
 
@@ -322,7 +322,7 @@ Where a batch of 64 spends its time (one writer, cProfile, top functions by own 
     print("\n" + body)
     if not args.no_write:
         write_section("throughput", body)
-        print("wrote the throughput section of docs/benchmarks.md")
+        print("wrote the throughput section of docs/performance.md")
 
 
 def growth_text(grown: dict[str, list[tuple[int, float]]], prefill: int, step: int) -> str:
@@ -334,7 +334,7 @@ def growth_text(grown: dict[str, list[tuple[int, float]]], prefill: int, step: i
 As the index grows: one writer in batches of 64 on a new SQLite index of {prefill:,} pages in each layout, each
 step deciding {step:,} more fresh pages (its rate taken over them; about a tenth are dropped). Crowds of similar
 pages share block values, so a blocks lookup reads more candidates as they grow; the halves layout's probes do
-not share a value that often (docs/scale.md, "Choosing a layout").
+not share a value that often.
 
 {table(["pages stored after the step (blocks)", "blocks /s", "halves /s"], rows)}
 """

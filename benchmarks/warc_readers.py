@@ -101,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.warc_readers", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--eval", type=Path, default=EVAL, help="the evaluation corpus (its site/ is crawled)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--write-docs", action="store_true", help="update docs/benchmarks.md")
+    p.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     return p
 
 

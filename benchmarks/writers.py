@@ -86,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sqlite-writers", action="store_true", help="run several SQLite writers too")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
-    p.add_argument("--write", nargs="?", const="writers", metavar="SECTION", help="write docs/benchmarks.md's section")
+    p.add_argument("--write", nargs="?", const="writers", metavar="SECTION", help="write docs/performance.md's section")
     return p
 
 

@@ -37,8 +37,10 @@ class Browser:
         self._session: str | None = None
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         self._session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
-                                                         "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self._last += 1
@@ -90,8 +92,9 @@ class Browser:
             " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
         )
         for kind in ("mousePressed", "mouseReleased"):
-            self.send("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left",
-                                                   "clickCount": 1})
+            self.send(
+                "Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1}
+            )
 
     def type(self, selector: str, text: str) -> None:
         """Click into a field and type, as a user does (one input event)."""

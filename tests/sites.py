@@ -270,9 +270,9 @@ def build_site(root: Path) -> dict:
         "zh/c-mirror.html": page("城市新闻", zh, nav=9, ad="广告：欢迎订阅", lang="zh"),
         "zh/c-edited.html": page("城市新闻", zh_edited, lang="zh"),
         # the same story with a changed date, byline and related-links block
-        "blog/f.html": page("Council vote", ["Published 3 May 2024 by Ann Lee."] + story + related(1)),
+        "blog/f.html": page("Council vote", ["Published 3 May 2024 by Ann Lee.", *story, *related(1)]),
         "blog/f-updated.html": page(
-            "Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen."] + story + related(2)
+            "Council vote", ["Updated 9 June 2024 by Ann Lee and Bo Chen.", *story, *related(2)]
         ),
         # distinct articles
         "news/b.html": page("Budget debate", english_article(3)),
@@ -404,7 +404,7 @@ def build_versioned_docs(root: Path) -> dict[str, list[str]]:
         released = [v for v in VERSIONS if list(VERSIONS).index(v) <= n]
         changelog = [p for v in reversed(released) for p in [f"Release {v}."] + notes[v]] + base_notes
         pages = {
-            "index": dated_page(f"Docs {version}", [f"Documentation for version {version}."] + intro, date),
+            "index": dated_page(f"Docs {version}", [f"Documentation for version {version}.", *intro], date),
             "guide": dated_page(f"Guide {version}", edit_words(guide, n, 2 * n), date),
             "changelog": dated_page(f"Changelog {version}", changelog, date),
         }
@@ -426,17 +426,15 @@ SNAPSHOTS = {  # a news site's snapshots, oldest first, and when each was taken
 POSTS = {"launch": "2023-03-02", "release": "2023-05-20", "meetup": "2023-08-11", "notice": "2023-10-01"}
 
 
-def build_snapshots(root: Path, *, newest_first: bool = False, same_modified: bool = False) -> str:
-    """Snapshots of a news site side by side, as a site's history serves them: every snapshot of
-    a post says the same publication date (its metadata), its text a few words further edited in
+def build_snapshots(root: Path, *, same_modified: bool = False) -> None:
+    """Snapshots of a news site side by side, as a site's history serves them, each under its
+    own folder with a home page (`SNAPSHOT/index.html`) linking to its posts: every snapshot of a
+    post says the same publication date (its metadata), its text a few words further edited in
     each (`notice` the same in all). Files are last modified when their snapshot was taken
-    (HTTP Last-Modified), or all at one moment with `same_modified`. Each snapshot's home page
-    links to its posts and to the next snapshot's home, oldest first (or `newest_first`), so a
-    crawl with DEPTH_PRIORITY=1 meets the snapshots in that order. Returns the first home's path."""
-    order = list(reversed(SNAPSHOTS)) if newest_first else list(SNAPSHOTS)
+    (HTTP Last-Modified), or all at the first snapshot's time with `same_modified`."""
     for n, snapshot in enumerate(SNAPSHOTS):
         taken = datetime.fromisoformat(
-            SNAPSHOTS[order[0] if same_modified else snapshot] + "T12:00:00+00:00"
+            SNAPSHOTS[next(iter(SNAPSHOTS)) if same_modified else snapshot] + "T12:00:00+00:00"
         ).timestamp()
         files = {}
         for p, (post, date) in enumerate(POSTS.items()):
@@ -444,15 +442,12 @@ def build_snapshots(root: Path, *, newest_first: bool = False, same_modified: bo
             files[f"{snapshot}/{post}.html"] = dated_page(
                 post.title(), edit_words(text, p, 2 * n * (post != "notice")), date, nav=0
             )
-        later = order.index(snapshot) + 1
-        next_home = f'<a href="/{order[later]}/index.html">next snapshot</a>' if later < len(order) else ""
         links = "".join(f'<li><a href="/{path}">{path}</a></li>' for path in files)
         files[f"{snapshot}/index.html"] = (
-            f"<html><head><title>News</title></head><body><ul>{links}</ul>{next_home}</body></html>"
+            f"<html><head><title>News {snapshot}</title></head><body><ul>{links}</ul></body></html>"
         )
         for path, html in files.items():
             target = root / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(html, encoding="utf-8")
             os.utime(target, (taken, taken))
-    return f"{order[0]}/index.html"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 from conftest import open_stats
-from driving import process, start, stop
 from crawling import REPO, crawl, user_project
+from driving import process, start, stop
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 from sites import english_article, page, serve
@@ -171,10 +172,8 @@ def test_each_item_lands_in_exactly_one_outcome(pipeline: SimhashDedupPipeline) 
         "not an item",
     ]
     for item in items:
-        try:
+        with contextlib.suppress(DropItem):
             process(pipeline, item)
-        except DropItem:
-            pass
     counted = simhash_stats(pipeline)
     assert sum(counted.get(f"simhash/{outcome}", 0) for outcome in OUTCOMES) == len(items), counted
     assert all(counted.get(f"simhash/{outcome}", 0) == 1 for outcome in OUTCOMES if outcome != "no_text")

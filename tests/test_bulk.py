@@ -60,9 +60,10 @@ def test_a_load_into_an_empty_index_builds_every_index_at_the_end(sql_url):
         assert index.check_and_add(key, fingerprint ^ 0xFFFF) is None  # the key's own row, replaced
         assert index.get(key).fingerprint == fingerprint ^ 0xFFFF and len(index) == len(last)
         with pytest.raises(IntegrityError), index._engine.begin() as conn:
+            now = "0" if conn.dialect.name == "sqlite" else "now()"
             conn.exec_driver_sql(
-                "INSERT INTO simhash_documents (key, key_hash, exact_only, stored_at) VALUES ('x', %d, 0, %s)"
-                % (key_hash(key), "0" if conn.dialect.name == "sqlite" else "now()")
+                "INSERT INTO simhash_documents (key, key_hash, exact_only, stored_at) "
+                f"VALUES ('x', {key_hash(key)}, 0, {now})"
             )
 
 

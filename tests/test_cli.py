@@ -25,8 +25,7 @@ from click.testing import CliRunner
 from conftest import without_layout
 
 from simhash_index import IndexNotFoundError, SimhashIndex, urls
-from simhash_index.cli import formats, reports
-from simhash_index.cli import cli
+from simhash_index.cli import cli, formats, reports
 from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard

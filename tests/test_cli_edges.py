@@ -15,8 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from simhash_index import SimhashIndex
-from simhash_index.cli import formats
-from simhash_index.cli import cli
+from simhash_index.cli import cli, formats
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.fingerprinting.simhash import to_hex
 

@@ -6,6 +6,8 @@ import doctest
 import importlib
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -92,9 +94,10 @@ def test_python_blocks_run(
 
 # -- the README's shape and its links ------------------------------------------------
 
+LINT = "ruff check simhash_index crawler tests benchmarks"  # the code, its tests and its benchmarks
 FRESH_MACHINE = (
     ".venv/bin/pip install -e . && .venv/bin/scrapy crawl site -a start_url=",
-    ".venv/bin/pip install -e '.[test]' && .venv/bin/ruff check simhash_index crawler && .venv/bin/mypy && .venv/bin/pytest",
+    f".venv/bin/pip install -e '.[test]' && .venv/bin/{LINT} && .venv/bin/mypy && .venv/bin/pytest",
 )
 FIRST_SCREEN = 24  # lines
 
@@ -103,6 +106,14 @@ def test_the_first_screen_holds_the_two_fresh_machine_commands() -> None:
     first = README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN]
     for command in FRESH_MACHINE:
         assert any(command in line for line in first), f"{command!r} is not in README's first {FIRST_SCREEN} lines"
+
+
+def test_the_readme_lint_command_passes_on_the_tests_and_benchmarks_too() -> None:
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run(
+        [str(ruff), *shlex.split(LINT)[1:]], cwd=README.parent, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]
 
 
 _LINK = re.compile(r"\]\(([^)#\s]*)(#[^)\s]*)?\)")
@@ -165,3 +176,52 @@ def test_benchmark_files_named_in_the_docs_exist() -> None:
     for document in DOCUMENTS:
         for path in re.findall(r"\bbenchmarks/[\w/]+\.(?:py|md)\b", document.read_text(encoding="utf-8")):
             assert (README.parent / path).exists(), f"{document.name} names {path}, which does not exist"
+
+
+# -- the pages describe the product as it is today -------------------------------------
+
+CHANGELOG = "changelog.md"  # history lives there, and only there
+RETIRED = {  # what earlier versions had, which no other page may present as current: pattern -> what it was
+    r"(?i)default (?:search )?radius(?: is|,| of| was)? 3\b": "radius 3 was the default until 2026-11-25 (now 6)",
+    r"(?i)\bradius 3,? (?:the|our) default": "radius 3 was the default until 2026-11-25 (now 6)",
+    r"(?i)distance 0 to 3 makes a \*?candidate": "radius 3 was the default until 2026-11-25 (now 6)",
+    r"(?i)within 3 makes a candidate": "radius 3 was the default until 2026-11-25 (now 6)",
+    r"(?i)\b0 to 7\b": "the widest radius was 7 until 2026-11-27 (now 8)",
+    r"tf\^1\.33": "the weighting before 2026-11-23",
+    r"(?i)the previous (?:index|defaults|fingerprint defaults)": "figures of a retired index or defaults",
+    r"(?i)halves\W+\(?the default": "the halves layout was the default until 2026-11-23",
+    r"(?i)this version writes \*\*[1-4]\*\*": "schema 5 is written since 2026-11-25",
+    r"(?i)advisory locks? on every block": "PostgreSQL writers take one writer lock since 2026-11-27",
+}
+
+
+@pytest.mark.parametrize("document", [d for d in DOCUMENTS if d.name != CHANGELOG], ids=lambda d: d.name)
+def test_no_page_names_a_retired_layout_or_default_as_current(document: Path) -> None:
+    text = document.read_text(encoding="utf-8")
+    for pattern, what in RETIRED.items():
+        found = re.search(pattern, text)
+        assert found is None, f"{document.name}: {found.group(0)!r}: {what}; history goes in docs/{CHANGELOG}"
+
+
+def test_the_readme_settings_table_gives_todays_defaults() -> None:
+    from simhash_index import defaults
+    from simhash_index.fingerprinting.fingerprinter import Fingerprinter
+    from simhash_index.text.extract import ExtractOptions
+
+    rows = dict(re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| ([^|]*) \|", README.read_text(encoding="utf-8"), re.M))
+    today = {
+        "SIMHASH_MAX_DISTANCE": defaults.MAX_DISTANCE,
+        "SIMHASH_MIN_SIMILARITY": defaults.MIN_SIMILARITY,
+        "SIMHASH_INDEX_LAYOUT": defaults.LAYOUT,
+        "SIMHASH_BLOCK_ASSIGNMENT": defaults.BLOCK_ASSIGNMENT,
+        "SIMHASH_BATCH_SIZE": defaults.BATCH_SIZE,
+        "SIMHASH_WORKER_TIMEOUT": defaults.WORKER_TIMEOUT_S,
+        "SIMHASH_CONNECT_TIMEOUT": defaults.CONNECT_TIMEOUT_S,
+        "SIMHASH_STATEMENT_TIMEOUT": defaults.STATEMENT_TIMEOUT_S,
+        "SIMHASH_MIN_TEXT_LENGTH": Fingerprinter().min_length,
+        "SIMHASH_EXTRACT_MAX_BYTES": ExtractOptions().max_bytes,
+        "SIMHASH_PREFER": "first",
+    }
+    for setting, value in today.items():
+        shown = rows[setting].strip().strip("`")
+        assert shown == str(value) or float(shown) == value, f"README says {setting} defaults to {shown}; it is {value}"

@@ -200,7 +200,7 @@ def test_add_many_in_bulk(db_url):
             assert {m.key for m in index.query(value)} == expected
         # the same keys again replace, in the same batch and across batches
         assert (
-            index.add_many([("https://example.com/0", 7), ("https://example.com/0", 9)] + items[1:3], batch_size=2) == 4
+            index.add_many([("https://example.com/0", 7), ("https://example.com/0", 9), *items[1:3]], batch_size=2) == 4
         )
         assert len(index) == 20_000
         assert index.get("https://example.com/0").fingerprint == 9

@@ -158,7 +158,7 @@ def test_opening_version_1_without_create_does_not_upgrade(request, backend):
     """Read-only openers (reports, create=False) leave an old index alone, and say how to upgrade it."""
     url = request.getfixturevalue(f"{backend}_url")
     write_version_1(url)
-    with pytest.raises(SchemaVersionError, match="version 1.*upgrade"):
+    with pytest.raises(SchemaVersionError, match=r"version 1.*upgrade"):
         SimhashIndex(url, create=False)
     engine = create_engine(url)
     with engine.connect() as conn:

@@ -6,6 +6,7 @@ module's tests share it (initdb takes seconds), each on a fresh database of its 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -83,10 +84,8 @@ class Cluster:
 
     def _signal(self, number: int) -> None:
         for pid in self.processes():
-            try:
+            with contextlib.suppress(ProcessLookupError):  # a backend that just exited
                 os.kill(pid, number)
-            except ProcessLookupError:  # a backend that just exited
-                pass
 
 
 def feeds(path: Path) -> str:
@@ -176,7 +175,7 @@ def test_database_lost_mid_crawl_stops_the_spider(cluster: Cluster, tmp_path: Pa
     assert "Traceback" not in result.log
     assert "'finish_reason': 'simhash_index_error'" in result.log
     assert result.log.count("closing the spider (SIMHASH_ON_DB_ERROR=stop)") == 1
-    assert "s3cret" not in result.log and "127.0.0.1:%d" % cluster.port in result.log
+    assert "s3cret" not in result.log and f"127.0.0.1:{cluster.port}" in result.log
     assert result.stat("simhash/errors/db") >= 1
     # items that met the outage went on un-deduplicated rather than vanish
     assert len(result.kept) >= result.stat("simhash/kept") + result.stat("simhash/errors/db")

@@ -1,5 +1,5 @@
 """trafilatura's shared lxml parser, used from many threads, corrupts the heap; our wrapper
-gives each thread its own (simhash_index/text/parsers.py, docs/crashes.md)."""
+gives each thread its own (simhash_index/text/parsers.py; docs/changelog.md, 2026-11-23)."""
 
 from __future__ import annotations
 

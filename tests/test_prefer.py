@@ -293,23 +293,19 @@ def test_the_setting_names_the_choices_and_takes_a_function():
 # -- crawls of a site's snapshots whose posts share their dates ------------------------------
 
 
-def crawl_snapshots(tmp_path: Path, **site: bool) -> tuple[dict[str, str], CrawlResult]:
-    """Crawl the snapshots (build_snapshots(**site)) with SIMHASH_PREFER=newest, one page at a
-    time and paced, so the pipeline meets them in the order they are fetched: the snapshot of
-    each post that was kept, and the crawl."""
+def crawl_snapshots(tmp_path: Path, order: list[str], **site: bool) -> tuple[dict[str, str], list[CrawlResult]]:
+    """Crawl the snapshots (build_snapshots(**site)) with SIMHASH_PREFER=newest into one index,
+    one crawl a snapshot in this order, as a recrawl of a site's history does: the snapshot of
+    each post that was kept, and the crawls."""
     root = tmp_path / "site"
-    start = build_snapshots(root, **site)
+    build_snapshots(root, **site)
     db = f"sqlite:///{tmp_path / 'newest.db'}"
-    with serve(root, delay=0.2) as base:
-        result = crawl(
-            f"{base}/{start}",
-            db,
-            tmp_path / "out",
-            "SIMHASH_PREFER=newest",
-            "DEPTH_PRIORITY=1",
-            "CONCURRENT_REQUESTS=1",
-        )
-        assert result.returncode == 0, result.log[-3000:]
+    results = []
+    with serve(root) as base:
+        for snapshot in order:
+            result = crawl(f"{base}/{snapshot}/index.html", db, tmp_path / "out", "SIMHASH_PREFER=newest")
+            assert result.returncode == 0, result.log[-3000:]
+            results.append(result)
         with SimhashIndex(db, scheme=None) as index:
             kept = {}
             for snapshot in SNAPSHOTS:
@@ -317,20 +313,24 @@ def crawl_snapshots(tmp_path: Path, **site: bool) -> tuple[dict[str, str], Crawl
                     if index.get(f"{base}/{snapshot}/{post}.html") is not None:
                         assert post not in kept, f"two snapshots of {post} kept"
                         kept[post] = snapshot
-    return kept, result
+    return kept, results
 
 
-def test_a_crawl_of_snapshots_oldest_first_keeps_the_newest_though_their_dates_tie(tmp_path):
+def test_a_recrawl_of_snapshots_oldest_first_keeps_the_newest_though_their_dates_tie(tmp_path):
     """Every snapshot of a post says the same date, and its files the same Last-Modified: the
-    page fetched later (the newer snapshot) is kept, superseding the older one each time."""
-    kept, result = crawl_snapshots(tmp_path, same_modified=True)
-    assert kept == dict.fromkeys(POSTS, "2024-11"), result.log[-3000:]
-    assert result.stat("simhash/superseded") == 2 * len(POSTS)
+    page crawled later (the newer snapshot) is kept, superseding the older one each time."""
+    kept, results = crawl_snapshots(tmp_path, list(SNAPSHOTS), same_modified=True)
+    assert kept == dict.fromkeys(POSTS, "2024-11"), results[-1].log[-3000:]
+    assert [r.stat("simhash/superseded") for r in results] == [0, len(POSTS), len(POSTS)]
 
 
-def test_a_crawl_of_snapshots_newest_first_keeps_the_newest_by_last_modified(tmp_path):
-    """The posts' dates tie, so their Last-Modified decides: fetched first, the newest snapshot
-    stays, and the older ones fetched after it are its duplicates."""
-    kept, result = crawl_snapshots(tmp_path, newest_first=True)
-    assert kept == dict.fromkeys(POSTS, "2024-11"), result.log[-3000:]
-    assert result.stat("simhash/superseded") == 0 and result.stat("simhash/dropped") == 2 * len(POSTS)
+def test_a_recrawl_of_snapshots_newest_first_keeps_the_newest_by_last_modified(tmp_path):
+    """The posts' dates tie, so their Last-Modified decides: crawled first, the newest snapshot
+    stays, and the older ones crawled after it are its duplicates (the later crawl would win)."""
+    kept, results = crawl_snapshots(tmp_path, list(reversed(SNAPSHOTS)))
+    assert kept == dict.fromkeys(POSTS, "2024-11"), results[-1].log[-3000:]
+    assert [(r.stat("simhash/superseded"), r.stat("simhash/dropped")) for r in results] == [
+        (0, 0),
+        (0, len(POSTS)),
+        (0, len(POSTS)),
+    ]

@@ -306,9 +306,9 @@ def test_a_killed_prune_leaves_no_duplicate_against_a_gone_page(redis_url: str) 
 def test_the_pipeline_starts_a_new_index_when_the_server_comes_back_empty(own_server, caplog) -> None:
     """Redis restarted without persistence mid-crawl: deduplication resumes on a new, empty index
     (the issue: every item after "the index answers again" passed through with errors/db)."""
+    import driving
     from scrapy.exceptions import DropItem
     from sites import english_article, page
-    import driving
     from test_pipeline import make_pipeline, stats
 
     port, start, stop = own_server

@@ -141,6 +141,7 @@ def test_report_counts_and_escaping(db_url: str, tmp_path: Path) -> None:
     assert page.active == 0 and page.handlers == 0
     assert all(link.startswith(("http://", "https://", "#host=")) for link in page.links)
     assert page.hosts == ["evil.example", "example.com"]  # most dropped first
+    assert "SIMHASH_KEEP_TEXTS = True" in shown_note(target.read_text(encoding="utf-8"))  # no texts kept
     shown = "".join(page.text)
     assert all(url in shown for url in [*HOSTILE, HOSTILE_NEAR])  # as text
     limited = counted(ok("report", "--db", db_url, "--html", "-", "--limit", "1"))
@@ -177,7 +178,9 @@ def review(sqlite_url: str, tmp_path: Path) -> tuple[str, Path]:
 
 def test_report_for_review(review: tuple[str, Path]) -> None:
     db, target = review
-    page = counted(target.read_text(encoding="utf-8"))
+    html = target.read_text(encoding="utf-8")
+    assert 'id="no-texts"' not in html and 'id="origin"' not in html  # texts kept; pages on several hosts
+    page = counted(html)
     _, sizes, near = expected(db)
     assert [row["data-url"] for row in page.near] == near and len(near) == 5
     similarities = [float(row["data-similarity"] or 0) for row in page.near]
@@ -185,6 +188,65 @@ def test_report_for_review(review: tuple[str, Path]) -> None:
     assert page.diffs == len(near)  # each near-duplicate's diff
     assert page.hosts == ["docs.example", "blog.example", "mirror.example", "news.example", "shop.example"]
     assert (page.clusters, page.open_clusters) == (sizes, 0)
+
+
+def shown_note(html: str) -> str:
+    """The text of the page's note on kept texts ("" when it has none)."""
+    found = re.search(r'<p class="note" id="no-texts">(.*?)</p>', html)
+    return re.sub(r"<[^>]+>", "", found.group(1)) if found else ""
+
+
+SITE = "https://community.example-project.org"
+
+
+def snapshots_corpus(path: Path) -> None:
+    """A site's posts, each in two snapshots and a translation: long URLs, all on one origin."""
+    lines = []
+    for seed in range(6):
+        text = english_article(100 + seed)
+        slug = f"/news/2023/0{seed + 1}/1{seed}/release-notes-for-version-{seed}-with-many-improvements/index.html"
+        for prefix, edits in (("", 0), ("/snapshots/2024-06", 3), ("/snapshots/2024-11", 6), ("/ja", 0)):
+            lines.append({"url": SITE + prefix + slug, "text": "\n".join(edit_words(text, seed, edits))})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_report_uses_the_width_and_shows_urls_by_their_paths(sqlite_url: str, tmp_path: Path, width: int) -> None:
+    """In Chromium at 1400 and 800 pixels: the near-duplicates table takes the page's width, the
+    origin every page shares is said once and the links show paths (one line each at 1400), and
+    a note says that no texts are kept and which setting keeps them."""
+    binary = chromium()
+    corpus = tmp_path / "corpus.jsonl"
+    snapshots_corpus(corpus)
+    ok("import", "--db", sqlite_url, "--workers", "0", str(corpus))
+    target = tmp_path / "report.html"
+    ok("report", "--db", sqlite_url, "--html", str(target))
+    browser = Browser(binary, width=width, height=1000)
+    try:
+        browser.open(target.as_uri())
+        measure = """(() => {
+          const table = document.getElementById("near-duplicates").getBoundingClientRect();
+          const body = document.body.getBoundingClientRect();
+          const links = [...document.querySelectorAll("tbody.near a")];
+          return {table: table.width, body: body.width, scroll: document.documentElement.scrollWidth,
+                  lines: Math.max(...links.map(a => new Set([...a.getClientRects()].map(r => Math.round(r.top))).size)),
+                  links: links.length,
+                  texts: links.map(a => a.textContent), origin: document.getElementById("origin")?.textContent,
+                  note: document.getElementById("no-texts")?.textContent ?? ""};
+        })()"""
+        found = browser.evaluate(measure)
+        shot = tmp_path / f"report-{width}.png"
+        browser.screenshot(shot)
+    finally:
+        browser.close()
+    assert found["table"] >= 0.98 * found["body"] and found["body"] >= 0.9 * width and found["scroll"] <= width
+    assert found["links"] == 2 * 12  # 12 near-duplicates, each with the page kept
+    assert found["lines"] <= (1 if width == 1400 else 3), found
+    assert all(text.startswith("/news/") or text.startswith("/snapshots/") for text in found["texts"]), found
+    assert found["origin"] == f"Every page is on {SITE}: the tables show their paths."
+    assert "SIMHASH_KEEP_TEXTS = True" in found["note"] and "--keep-texts" in found["note"]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
 def chromium() -> str:

@@ -9,7 +9,7 @@ so any page of a 10M-page corpus can be regenerated alone. Generated sites are c
 
     python -m benchmarks.workloads.realistic [--n 100000] [--write]
 
-measures the generator's collision share (its calibration, docs/realistic.md) for the sites of an
+measures the generator's collision share (its calibration, benchmarks/workloads/README.md) for the sites of an
 N-page load.
 """
 
@@ -34,7 +34,7 @@ from simhash_index.fingerprinting.fingerprinter import DEFAULT
 
 @dataclass(frozen=True)
 class Model:
-    """How pages are made; the defaults are the calibrated ones (docs/realistic.md)."""
+    """How pages are made; the defaults are the calibrated ones (benchmarks/workloads/README.md)."""
 
     site_pages: int = 10_000  # pages per site
     template: int = 40  # mean words of a site's template (navigation, footer), on every page
@@ -185,7 +185,7 @@ class Site:
         return self.mixed(rng, max(5, int(rng.poisson(self.corpus.model.paragraph))))
 
 
-# Calibrated (docs/realistic.md): the collision share at distance 3 of a 1M-page corpus is the real
+# Calibrated (benchmarks/workloads/README.md): the collision share at distance 3 of a 1M-page corpus is the real
 # corpus's (docs/accuracy.md: 3.7e-5 English, 4.6e-5 Chinese).
 CALIBRATED = {
     "en": Model(template=150, short=0.115, short_length=3.0),
@@ -344,7 +344,7 @@ def calibration(args: argparse.Namespace) -> str:
     )
 
 
-DOC = REPO / "docs" / "realistic.md"
+DOC = REPO / "benchmarks" / "workloads" / "README.md"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -354,7 +354,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--n", type=int, default=100_000, help="the load whose sites are measured")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--write", action="store_true", help=f"replace the calibration section of docs/{DOC.name}")
+    p.add_argument(
+        "--write", action="store_true", help="replace the calibration section of benchmarks/workloads/README.md"
+    )
     return p
 
 

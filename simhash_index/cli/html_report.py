@@ -1,9 +1,11 @@
 """`simhash-index report --html FILE`: one self-contained HTML page over an index, for review.
 
 The near-duplicates first, least similar first (the ones worth a look), each with its word
-diff when texts are kept; the dropped pages by host; histograms; then the clusters, collapsed.
-Every string from a page goes through `e`; the page loads nothing and runs only its own
-script, which its Content-Security-Policy allows by hash (report_assets.py).
+diff when texts are kept (when none are, the page says so and how to keep them); the dropped
+pages by host; histograms; then the clusters, collapsed. A URL shows its path emphasised, its
+origin (scheme and host) muted, or not at all when every page of the report shares it (said
+once at the top). Every string from a page goes through `e`; the page loads nothing and runs
+only its own script, which its Content-Security-Policy allows by hash (report_assets.py).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import IO
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import click
 
@@ -34,16 +36,35 @@ def e(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def link(url: str) -> str:
+def origin_of(url: str) -> str | None:
+    """The scheme and host (and port) of an http(s) URL, as written in it; None for any other.
+
+    >>> origin_of("https://Example.com:8080/a/b?c"), origin_of("javascript:alert(1)")
+    ('https://Example.com:8080', None)
+    """
+    if not url.lower().startswith(("http://", "https://")):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unbalanced IPv6 bracket
+        return None
+    return url[: len(parts.scheme) + 3 + len(parts.netloc)]
+
+
+def link(url: str, shared: str | None = None) -> str:
     """A URL as a link when it is http(s), else as text (a javascript: URL must not be clickable).
 
-    The text shows control and bidi characters as escapes, as the listings do (U+202E would show
-    `evil.example/\u202egnp.exe` as `evil.example/exe.png`); the link goes to the URL as it is.
+    The text shows its origin muted and its path, which may break after each `/`; without the
+    origin when it is `shared` (every page of the report has it). Control and bidi characters
+    show as escapes, as the listings do (U+202E would show `evil.example/\u202egnp.exe` as
+    `evil.example/exe.png`); the link goes to the URL as it is.
     """
-    shown = e(visible(url))
-    if url.lower().startswith(("http://", "https://")):
-        return f'<a href="{e(url)}" rel="noreferrer">{shown}</a>'
-    return shown
+    origin = origin_of(url)
+    if origin is None:
+        return e(visible(url))
+    path = e(visible(url[len(origin) :]) or "/").replace("/", "/<wbr>")
+    shown = path if origin == shared else f'<span class="origin">{e(visible(origin))}</span>{path}'
+    return f'<a href="{e(url)}" rel="noreferrer">{shown}</a>'
 
 
 def bars(rows: list[tuple[str, int]], name: str) -> str:
@@ -99,15 +120,16 @@ def diff_html(kept: str | None, dropped: str | None, columns: int) -> str:
     return f'<tr class="diff"><td colspan="{columns}">{pieces}</td></tr>'
 
 
-def near_html(duplicate: Duplicate, index: Index) -> str:
-    """A near-duplicate as a table body: its row, and its diff row when texts are kept."""
+def near_html(duplicate: Duplicate, index: Index, shared: str | None) -> str:
+    """A near-duplicate as a table body: its row (the dropped page above the page kept), and
+    its diff row when texts are kept."""
     kept = index.text(duplicate.duplicate_of)
-    diff = diff_html(kept, index.text(duplicate.key), columns=6) if kept is not None else ""
+    diff = diff_html(kept, index.text(duplicate.key), columns=4) if kept is not None else ""
     return (
-        f"<tbody {drop_data(duplicate, 'near')}>"
-        f'<tr><td class="url">{link(duplicate.key)}</td><td class="url">{link(duplicate.duplicate_of)}</td>'
+        f'<tbody {drop_data(duplicate, "near")} data-kept="{e(duplicate.duplicate_of)}">'
+        f'<tr><td class="url"><div class="dropped">{link(duplicate.key, shared)}</div>'
+        f'<div class="kept"><span class="label">kept</span> {link(duplicate.duplicate_of, shared)}</div></td>'
         f'<td class="n">{score(duplicate.similarity)}</td><td class="n">{duplicate.distance}</td>'
-        f"<td>{e(host_of(duplicate.key) or '')}</td>"
         f'<td class="muted when">{moment(duplicate.seen_at)}</td></tr>{diff}</tbody>'
     )
 
@@ -123,31 +145,31 @@ def drop_data(duplicate: Duplicate, kind: str) -> str:
     )
 
 
-def near_table(near: list[Duplicate], index: Index) -> str:
-    heads = [("url", "dropped", ""), ("kept", "kept", ""), ("similarity", "similarity", "n")]
-    heads += [("distance", "distance", "n"), ("host", "host", ""), ("seen", "seen at (UTC)", "")]
+def near_table(near: list[Duplicate], index: Index, shared: str | None) -> str:
+    heads = [("url", "dropped, and the page kept", ""), ("similarity", "similarity", "n")]
+    heads += [("distance", "distance", "n"), ("seen", "seen at (UTC)", "")]
     cells = "".join(
         f'<th class="{css}" data-sort="{key}" aria-sort="{"ascending" if key == "similarity" else "none"}">'
         f'<button type="button">{label}</button></th>'
         for key, label, css in heads
     )
-    rows = "".join(near_html(d, index) for d in near)
+    rows = "".join(near_html(d, index, shared) for d in near)
     return f'<table id="near-duplicates"><thead><tr>{cells}</tr></thead>{rows}</table>'
 
 
-def cluster_html(cluster: Cluster) -> str:
+def cluster_html(cluster: Cluster, shared: str | None) -> str:
     """A cluster, collapsed: the kept page and its counts, and inside, each dropped page
     (the near ones' diffs are in the near-duplicates table)."""
     exact = sum(d.exact for d in cluster.duplicates)
     rows = "".join(
-        f'<tr {drop_data(d, "drop")}><td class="url">{link(d.key)}</td><td class="n">{d.distance}</td>'
+        f'<tr {drop_data(d, "drop")}><td class="url">{link(d.key, shared)}</td><td class="n">{d.distance}</td>'
         f'<td class="n">{score(d.similarity)}</td><td><span class="rule {d.rule}">{d.rule}</span></td>'
         f'<td class="muted when">{moment(d.seen_at)}</td></tr>'
         for d in cluster.duplicates
     )
     return (
         f'<details class="cluster" data-size="{len(cluster.duplicates)}" data-host="{e(host_of(cluster.key) or "")}">'
-        f'<summary><span class="kept">{link(cluster.key)}</span> <span class="muted">{len(cluster.duplicates)} '
+        f'<summary><span class="kept">{link(cluster.key, shared)}</span> <span class="muted">{len(cluster.duplicates)} '
         f"dropped: {exact} exact, {len(cluster.duplicates) - exact} near</span></summary>"
         '<table><tr><th>dropped</th><th class="n">distance</th><th class="n">similarity</th><th>rule</th>'
         f"<th>seen at (UTC)</th></tr>{rows}</table></details>"
@@ -184,6 +206,25 @@ def filters(hosts: Iterable[str]) -> str:
     )
 
 
+def texts_note(index: Index) -> str:
+    """When the index keeps no texts, what the report cannot show, and the setting that changes it."""
+    if index.text_sizes().texts:
+        return ""
+    return (
+        '<p class="note" id="no-texts">This index keeps no texts, so the words that differ between a dropped '
+        "page and the page kept cannot be shown. To keep them for the pages checked from now on, crawl with "
+        "<code>SIMHASH_KEEP_TEXTS = True</code>, import with <code>--keep-texts</code>, or add "
+        "<code>?texts=1</code> to the index URL.</p>"
+    )
+
+
+def origin_line(shared: str | None) -> str:
+    """The origin every page of the report shares, said once (the tables show paths only)."""
+    if shared is None:
+        return ""
+    return f'<p id="origin">Every page is on <b>{e(visible(shared))}</b>: the tables show their paths.</p>'
+
+
 def least_similar_first(duplicate: Duplicate) -> tuple[bool, float]:
     return duplicate.similarity is None, duplicate.similarity or 0.0
 
@@ -193,13 +234,16 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str
     Returns what it shows: pages stored, duplicates, clusters."""
     duplicates = exact = 0
     hosts: dict[str, Counter[str]] = {}
+    origins: set[str | None] = set()
     near: list[Duplicate] = []
     for duplicate in index.logged():
         duplicates += 1
         exact += duplicate.exact
         hosts.setdefault(host_of(duplicate.key) or "", Counter())[duplicate.rule] += 1
+        origins.update((origin_of(duplicate.key), origin_of(duplicate.duplicate_of)))
         if not duplicate.exact:
             near.append(duplicate)
+    shared = next(iter(origins)) if len(origins) == 1 else None  # every page shown is on this origin
     near = sorted(near, key=least_similar_first)[:limit]
     by_distance, by_similarity = similarity_rows(index.logged())
     stored = len(index)
@@ -211,7 +255,8 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str
         f"<title>simhash-index report: {e(index.url)}</title><style>{STYLE}</style></head><body>"
         f'<h1>simhash-index report</h1><p class="muted">{e(index.url)}, '
         f"{e(datetime.now(timezone.utc).isoformat(sep=' ', timespec='seconds'))}</p>"
-        '<table class="totals">'
+        + origin_line(shared)
+        + '<table class="totals">'
         + "".join(
             f'<tr><td>{label}</td><td class="n" id="{key}" data-count="{n}">{n}</td></tr>' for label, key, n in totals
         )
@@ -220,7 +265,8 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str
         + "<h2>Near-duplicates, least similar first</h2>"
         + '<p class="muted">The pages most worth a look: dropped as near, not exact, copies. '
         + "Click a column to sort; filter above, or by a host below.</p>"
-        + near_table(near, index)
+        + texts_note(index)
+        + near_table(near, index, shared)
         + (f'<p class="muted">the {limit} least similar are shown (--limit)</p>' if len(near) == limit else "")
         + "<h2>By host</h2>"
         + host_table(hosts)
@@ -233,7 +279,7 @@ def write_report(index: Index, out: IO[str], *, limit: int | None = None) -> str
     )
     shown = 0
     for cluster in itertools.islice(index.clusters(), limit):
-        out.write(cluster_html(cluster))
+        out.write(cluster_html(cluster, shared))
         shown += 1
     if limit is not None and shown == limit:
         out.write(f'<p class="muted">the {limit} largest clusters are shown (--limit)</p>')

@@ -1,4 +1,4 @@
-"""Commands that make an index forget: `forget`, `prune` and `reset` (docs/forgetting.md)."""
+"""Commands that make an index forget: `forget`, `prune` and `reset` (docs/operating.md, "Forget")."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def forget(db: str, urls: tuple[str, ...]) -> None:
     """Forget pages: stored ones, and the duplicates logged against them.
 
     A URL logged as a duplicate leaves the log. A page dropped as a copy of a
-    forgotten one is checked anew when it comes back (docs/forgetting.md).
+    forgotten one is checked anew when it comes back (docs/operating.md).
     Exits 1 when the index holds none of the URLs.
     """
     forgotten = open_index(db, write=True).forget(urls)

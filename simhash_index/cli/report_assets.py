@@ -13,12 +13,15 @@ import base64
 import hashlib
 
 STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:72em}
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em 2em;color:#222}p{max-width:60em}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.8em}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 8px;text-align:left;vertical-align:top}
-th{border-bottom:1px solid #999}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+th{border-bottom:1px solid #999;white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;height:.9em;background:#4a7bb7}.totals td{font-size:1.1em}
-td.url,.kept{overflow-wrap:anywhere}td.when{white-space:nowrap}#near-duplicates td.url{width:24%}.muted{color:#777}
+td.url,.kept{overflow-wrap:anywhere}td.when{white-space:nowrap}.muted,.origin,.label{color:#777}
+#near-duplicates,details.cluster table{width:100%}#near-duplicates td.url,details.cluster td.url{width:100%}
+.kept .label{font-size:.85em;margin-right:.3em}
+.note{background:#fff8e1;border-left:3px solid #e0b000;padding:.4em .8em}
 tbody.near{border-top:1px solid #e4e4e4}tr.diff td{font-size:.9em;color:#444;padding:0 8px 6px 2em}
 del{background:#fdd}ins{background:#dfd;text-decoration:none}
 form#filters{display:flex;flex-wrap:wrap;gap:.4em 1.2em;align-items:center;background:#f4f6f9;

@@ -1,5 +1,5 @@
 """Web archives (WARC, and ARC read as WARC) for the command line: which records are pages,
-and the pages themselves, read with warcio (docs/benchmarks.md, "WARC readers", says why).
+and the pages themselves, read with warcio (docs/performance.md, "Archives", says why).
 
 A page is a `response` record with an HTTP 2xx status and an HTML payload (Content-Type
 text/html or application/xhtml+xml, or none and HTML content); its key is WARC-Target-URI.

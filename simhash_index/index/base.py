@@ -141,7 +141,7 @@ class Index(ABC):
         """How many texts are kept, and their compressed size."""
         return self._text_sizes()
 
-    # -- forgetting (docs/forgetting.md) ---------------------------------------------
+    # -- forgetting (docs/operating.md) ----------------------------------------------
 
     def forget(self, keys: Iterable[str]) -> Forgotten:
         """Remove the pages stored under these keys, and the duplicates logged against them

@@ -52,7 +52,7 @@ def open_index(
     connect_timeout, statement_timeout: seconds a connection and a call may take before they
     fail with IndexUnavailableError, even when the server hangs.
     window: a page is a duplicate only of pages stored within this time before it (a
-    timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/forgetting.md.
+    timedelta, seconds, or '30d', '12h'; or `?window=30d` in the URL); docs/operating.md.
     keep_texts: keep each page's text, compressed, when given to Index.store_texts (or
     `?texts=1` in the URL), so that `explain` and the report can show word-level diffs.
     prefer: which copy survives, the stored page or a duplicate of it: "first" (the stored

@@ -34,7 +34,7 @@ class ExtractionError(ValueError):
 class ExtractOptions:
     """How the main text is extracted (trafilatura's options of the same names). `fast`
     skips trafilatura's fallback extractors: faster, and another text on some pages
-    (docs/benchmarks.md, "Crawl of the eval corpus: reading the figures")."""
+    (docs/accuracy.md, "Options and what they were measured to do")."""
 
     favor: str | None = None
     include_comments: bool = True

@@ -4,7 +4,7 @@ trafilatura parses every page with one module-level `HTMLParser` (trafilatura.ut
 With lxml 6, a thread whose first parse goes through a parser shared by threads adopts that
 parser's libxml2 dictionary, so every extraction thread ends up sharing one dictionary, which
 libxml2 does not lock: concurrent parses then corrupt it and the heap, and the process dies of a
-segmentation fault or a double free (docs/crashes.md; the lxml FAQ: "create a parser for each
+segmentation fault or a double free (docs/changelog.md, 2026-11-23; the lxml FAQ: "create a parser for each
 thread yourself"). trafilatura reaches its shared parser only through the module global
 `trafilatura.utils.fromstring`, so wrapping that name once gives each thread a parser of its own
 with the same options.

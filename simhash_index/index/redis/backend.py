@@ -2,7 +2,7 @@
 
 The script (script.lua) applies the duplicate rule of rule.py to each page of a batch,
 atomically: Redis runs one script at a time. tests/test_redis_index.py holds it to the
-Python rule on random sequences. The key layout is docs/redis.md's.
+Python rule on random sequences. The key layout is docs/schema.md's ("Redis").
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ except ImportError as missing:
     raise MissingDependencyError(f"Redis indexes need the redis package: {install_extra('redis')}") from missing
 
 SCHEMES = ("redis://", "rediss://")
-SCHEMA_VERSION = "2"  # of the key layout (docs/redis.md); version 1 had no sketches
+SCHEMA_VERSION = "2"  # of the key layout (docs/schema.md); version 1 had no sketches
 STREAM_ROWS = 1000  # log entries read at a time
 PAGES_PER_CALL = 250  # pages stored by one script call in a bulk load: a few ms of the server each
 _SCRIPT = (Path(__file__).parent / "script.lua").read_text(encoding="utf-8")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# The names (after the prefix) of an index's data keys, docs/redis.md's, `meta` aside: no key of
+# The names (after the prefix) of an index's data keys, docs/schema.md's, `meta` aside: no key of
 # another index, whose prefix extends this one's, has such a name.
 _DATA_KEY = re.compile(
     rb"ids|next_id|dup_ids|next_dup|dup_log|texts|texts_bytes"

@@ -1,5 +1,5 @@
 -- The server side of simhash_index.index.redis: each call runs atomically in Redis.
--- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is docs/redis.md's.
+-- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is docs/schema.md's.
 -- `check` applies the rule of simhash_index/index/rule.py (the specification; a differential
 -- test in tests/test_redis_index.py holds this copy to it).
 -- Fingerprints and text hashes travel as 16 lower-case hex digits, '' meaning none. Lua numbers
@@ -136,7 +136,7 @@ end
 
 -- The keys of the block sets a lookup at max_distance probes (index/probes.py, the specification):
 -- with max_distance = 4s + a, blocks 0..a at their value and every value up to s bits off, the
--- others up to s - 1 bits off (at most one bit: the index answers up to 7).
+-- others up to s - 1 bits off (at most two bits: the index answers up to 8).
 local function probed_block_keys(fp, max_distance)
   local s, a = math.floor(max_distance / 4), max_distance % 4
   local keys = {}
@@ -145,9 +145,11 @@ local function probed_block_keys(fp, max_distance)
     if tolerance >= 0 then
       local value = block_value(fp, i)
       table.insert(keys, block_set(i, value))
-      if tolerance >= 1 then
-        for b = 0, 15 do
-          table.insert(keys, block_set(i, bxor(value, bit.lshift(1, b))))
+      for b = 0, (tolerance >= 1) and 15 or -1 do
+        local flipped = bxor(value, bit.lshift(1, b))
+        table.insert(keys, block_set(i, flipped))
+        for c = b + 1, (tolerance >= 2) and 15 or -1 do
+          table.insert(keys, block_set(i, bxor(flipped, bit.lshift(1, c))))
         end
       end
     end

@@ -10,7 +10,7 @@ fastest layout while the index is at most a few million pages.
 "halves": no columns; two expression indexes on the fingerprint's 32-bit halves, each
 probed at the values within its tolerance (one bit off each: radius 3, 66 probes; two bits:
 radius 5, 1,058 probes). A lookup reads about (probes)*N/2**32 entries, flat as the index
-grows: the layout for indexes past a few million pages at small radii (docs/scale.md).
+grows: the layout for indexes past a few million pages at small radii.
 Schema version 2 indexes are "halves".
 
 Block assignment (blocks layout): "contiguous" puts bits 16i to 16i+15 in block i;
