@@ -114,6 +114,7 @@ def test_normalize_shingles_and_sketch_equal_the_reference(text: str, form: str 
     assert normalized == reference.normalize(text, form=form, casefold=casefold)
     assert tokens.word_count(normalized) == len(normalized.split())
     assert tokens.is_cjk_text(normalized) == reference.is_cjk_text(normalized)
+    assert tokens.number_shapes(normalized) == reference.number_shapes(normalized)
     shingles = tokens.shingles(normalized)
     assert shingles == reference.shingles(normalized)
     assert minhash(shingles, 64) == reference.minhash(shingles, 64)
@@ -136,3 +137,14 @@ def test_a_sketch_of_more_shingles_than_a_block() -> None:
     """Pages with more shingles than one block of the permutations (sketch._CHUNK) take several."""
     text = " ".join(f"w{i}" for i in range(3000))
     assert_same(Fingerprinter(), text)
+
+
+@RELAXED
+@given(st.lists(st.one_of(piece, st.just("\ud800")), max_size=30).map("".join))
+def test_tokenizers_take_lone_surrogates_as_the_regexes_do(text: str) -> None:
+    """A lone surrogate (not a word character) cannot be encoded as UTF-8, but it can be tokenised."""
+    assert tokens.number_shapes(text) == reference.number_shapes(text)
+    for join_numbers in (False, True):
+        for name in ("words", "bigrams"):
+            ours = tokens.TOKENIZERS[name](text, join_numbers=join_numbers)
+            assert ours == reference.TOKENIZERS[name](text, join_numbers=join_numbers)

@@ -16,7 +16,11 @@ from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import Any, Literal, cast
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+import numpy as np
+
+from . import chars
+
+_HAN = "".join(f"{chr(low)}-{chr(high)}" for low, high in chars.HAN_RANGES)
 _JOINED = rf"(?:(?<=\d)[.,](?=\d)[^\W{_HAN}]+)*"  # a dot or comma between digits continues a word
 # a Han character alone, or a run of other word characters
 _CHAR_OR_WORD = re.compile(rf"[{_HAN}]|[^\W{_HAN}]+")
@@ -25,13 +29,12 @@ _CHAR_OR_WORD_JOINED = re.compile(rf"[{_HAN}]|[^\W{_HAN}]+{_JOINED}")
 _RUN = re.compile(rf"[{_HAN}]+|[^\W{_HAN}]+")
 _RUN_JOINED = re.compile(rf"[{_HAN}]+|[^\W{_HAN}]+{_JOINED}")
 _HAS_HAN = re.compile(f"[{_HAN}]")
-_CJK = _HAN + "\u3040-\u30ff\uac00-\ud7af"  # Han, kana, hangul
+_CJK = "".join(f"{chr(low)}-{chr(high)}" for low, high in chars.CJK_RANGES)  # Han, kana, hangul
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _CJK_SPLIT = re.compile(f"([{_CJK}]+)")
 _WORD = re.compile(r"\w+")
 _WORD_JOINED = re.compile(r"\w+(?:(?<=\d)[.,](?=\d)\w+)*")
 _NUMBER = re.compile(r"\d[\d.,]*")  # \d is str.isdecimal
-_DIGIT = re.compile(r"\d")  # a decimal digit of any script
 CJK_PAGE_SHARE = 0.05  # a page is CJK when at least this share of its word characters are
 
 _jieba_lock = threading.Lock()
@@ -74,7 +77,11 @@ def has_han(text: str) -> bool:
 def number_shapes(text: str) -> str:
     """The text with every decimal digit replaced by 0: numbers count by their shape
     (1.7.4 and 2.0.1 are both 0.0.0), as in wordfreq's frequency tables."""
-    return _DIGIT.sub("0", text)
+    points = chars.code_points(text)
+    digits = (chars.classes(points) & chars.DIGIT).astype(bool)
+    if not digits.any():
+        return text
+    return chars.text_of(np.where(digits, np.uint32(0x30), points))
 
 
 def is_number(token: str) -> bool:
@@ -89,14 +96,11 @@ def number_match(token: str) -> re.Match[str] | None:
 
 def words(text: str, *, join_numbers: bool = False) -> list[str]:
     """Unicode word-character runs; Han characters one per token."""
-    if has_han(text):
+    points = chars.code_points(text)
+    flags = chars.classes(points)
+    if chars.count(flags, chars.HAN):
         return (_CHAR_OR_WORD_JOINED if join_numbers else _CHAR_OR_WORD).findall(text)
-    return _word_runs(text, join_numbers)
-
-
-def _word_runs(text: str, join_numbers: bool) -> list[str]:
-    """The tokens of `words` for a text without Han characters: a simpler pattern, the same runs."""
-    return (_WORD_JOINED if join_numbers else _WORD).findall(text)
+    return chars.word_runs(points, flags, join_numbers=join_numbers)
 
 
 class _Memo(dict[str, tuple[str, ...]]):
@@ -140,9 +144,11 @@ def jieba_words(text: str, *, join_numbers: bool = False) -> list[str]:
 
 def auto_words(text: str, *, join_numbers: bool = False) -> list[str]:
     """jieba for text with Chinese in it, plain Unicode words otherwise."""
-    if has_han(text):
+    points = chars.code_points(text)
+    flags = chars.classes(points)
+    if chars.count(flags, chars.HAN):
         return jieba_words(text, join_numbers=join_numbers)
-    return _word_runs(text, join_numbers)
+    return chars.word_runs(points, flags, join_numbers=join_numbers)
 
 
 def _bigrams(word: str) -> tuple[str, ...]:
@@ -170,23 +176,22 @@ def cjk_bigrams(text: str, *, join_numbers: bool = False) -> list[str]:
 
 def is_cjk_text(text: str) -> bool:
     """Whether CJK characters make up at least CJK_PAGE_SHARE of the word characters."""
-    return _is_cjk(text, _WORD.findall(text))
+    return _is_cjk(chars.classes(chars.code_points(text)))
 
 
-def _is_cjk(text: str, word_runs: list[str]) -> bool:
-    if _CJK_CHAR.search(text) is None:
-        return False
-    word_chars = sum(map(len, word_runs))
-    return word_chars > 0 and len(_CJK_CHAR.findall(text)) >= CJK_PAGE_SHARE * word_chars
+def _is_cjk(flags: chars.Flags) -> bool:
+    word_chars = chars.count(flags, chars.WORD)
+    return word_chars > 0 and chars.count(flags, chars.CJK) >= CJK_PAGE_SHARE * word_chars
 
 
 def shingle_list(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> Iterable[str]:
     """The shingles of `shingles`, in text order, repeats included (built in C, not one by one)."""
-    tokens = _WORD.findall(normalized_text)
-    if _is_cjk(normalized_text, tokens):
+    points = chars.code_points(normalized_text)
+    flags = chars.classes(points)
+    if _is_cjk(flags):
         tokens, n, glue = list(normalized_text.replace(" ", "")), chars_n, ""
     else:
-        n, glue = words_n, " "
+        tokens, n, glue = chars.word_runs(points, flags), words_n, " "
     if len(tokens) <= n:
         return [glue.join(tokens)]
     return map(glue.join, zip(*(tokens[i:] for i in range(n))))
