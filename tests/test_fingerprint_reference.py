@@ -5,6 +5,8 @@ Fingerprinter setting, so that existing indexes stay valid. The eval corpus's te
 
 from __future__ import annotations
 
+import unicodedata
+
 import fingerprint_reference as reference
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -13,12 +15,12 @@ from hypothesis import strategies as st
 from simhash_index import Fingerprinter
 from simhash_index.fingerprinting.fingerprinter import NORMALIZATIONS, NUMBERS, WEIGHTINGS
 from simhash_index.fingerprinting.sketch import minhash
-from simhash_index.text import tokens
+from simhash_index.text import chars, tokens
 
 # letters of many scripts, and the characters the code treats apart: Han (common, extension A,
 # compatibility, astral), kana, hangul, decimal digits of other scripts, full-width and compatibility
 # forms NFKC changes, case-folding oddities, combining marks, every kind of white space
-LETTERS = "abcxyz_ZÉéßøİΣσςжЖعבक٣४७ー中文字的是一个我们㐀豈𠀀あアカ한국어ＡＢ１２ｶﬁﬀ\u0301😀"
+LETTERS = "abcxyz_ZÉéßøİΣσςжЖعבक٣४७ー中文字的是一个我们㐀豈𠀀あアカ한국어ＡＢ１２ｶﾞﬁﬀ，：（！…①Å\u1100\u1161\u0301😀"
 SPACES = [" ", "  ", "\n", "\t", "\xa0", "\u3000", "\x1c", "\x85", "\u2028"]
 PUNCTUATION = [".", ",", "!", "-", "。", "、", "（", "'"]
 WORDS = [
@@ -148,3 +150,15 @@ def test_tokenizers_take_lone_surrogates_as_the_regexes_do(text: str) -> None:
         for name in ("words", "bigrams"):
             ours = tokens.TOKENIZERS[name](text, join_numbers=join_numbers)
             assert ours == reference.TOKENIZERS[name](text, join_numbers=join_numbers)
+
+
+# every BMP character NFKC changes, combining marks, and the Hangul jamo that compose
+UNSTABLE = [chr(c) for c in range(0x10000) if unicodedata.normalize("NFKC", chr(c)) != chr(c)]
+COMPOSING = [*"aeoAEO가ᄀ\u0300\u0301\u0308\u0327\u0345\u1161\u11a8\u3099\u309a", "ｶ", "ﾞ", " "]
+
+
+@RELAXED
+@given(st.lists(st.sampled_from(UNSTABLE + COMPOSING), max_size=16).map("".join))
+def test_nfkc_equals_unicodedata(text: str) -> None:
+    """Compatibility characters replaced before NFKC leave its result as it was."""
+    assert chars.nfkc(text) == unicodedata.normalize("NFKC", text)

@@ -57,8 +57,10 @@ def _jieba_cut() -> Callable[..., list[str]]:
 
 def normalize(text: str, *, form: str | None = "NFKC", casefold: bool = True) -> str:
     """Unicode-normalise, case-fold and collapse white space."""
-    if form:
-        text = unicodedata.normalize(cast(Literal["NFC", "NFD", "NFKC", "NFKD"], form), text)
+    if form == "NFKC":
+        text = chars.nfkc(text)
+    elif form:
+        text = unicodedata.normalize(cast(Literal["NFC", "NFD", "NFKD"], form), text)
     if casefold:
         text = text.casefold()
     return " ".join(text.split())  # str.split's white space is the regex \s
