@@ -38,7 +38,7 @@ from typing import Any
 
 from trafilatura import deduplication as trafilatura_dedup
 
-from benchmarks._common import EVAL, Timer, command, machine, median, stamp, table, write_section
+from benchmarks._common import DOCS, EVAL, REPO, Timer, command, machine, median, stamp, table, write_section
 from simhash_index import simhash
 from simhash_index.text.tokens import normalize, words
 
@@ -48,6 +48,7 @@ simhash_module = importlib.import_module(
 
 DEFAULT_TEXTS = EVAL / "extracted_text.jsonl.gz"
 TARGET_VS_PACKAGE = 10.0
+TARGET_VS_DATASKETCH = 1.5
 
 
 def corpus_texts(path: Path) -> tuple[list[str], str]:
@@ -116,6 +117,136 @@ def fingerprinter_rounds(specs: list[str], texts: list[str], total: int, rounds:
     return table(["Fingerprinter", "texts/s (warm)", "tokens/s (warm)", "tokens/s (cold)", "first call (s)"], rows)
 
 
+def datasketch_peers() -> dict[str, Callable[[str], object]]:
+    """What a datasketch user writes for near-duplicates, for English text (word 3-shingles of the
+    case-folded text) and for Chinese (character 5-shingles of the text without white space)."""
+    from datasketch import MinHash  # the [bench] extra
+
+    def words(text: str) -> object:
+        found = text.casefold().split()
+        sketch = MinHash(num_perm=128)
+        sketch.update_batch([" ".join(found[i : i + 3]).encode() for i in range(max(1, len(found) - 2))])
+        return sketch
+
+    def chars(text: str) -> object:
+        found = "".join(text.split())
+        sketch = MinHash(num_perm=128)
+        sketch.update_batch([found[i : i + 5].encode() for i in range(max(1, len(found) - 4))])
+        return sketch
+
+    return {"English": words, "Chinese": chars}
+
+
+def versus_datasketch(texts: list[str], rounds: int) -> tuple[str, list[str]]:
+    """Fingerprinter.signature (the defaults) against datasketch's MinHash(128).update_batch on the same
+    texts, the English (word-shingled) and Chinese (character-shingled) ones apart: a table and a verdict
+    a group. Every pass starts with our caches emptied: one pass over a corpus, as an import makes."""
+    from simhash_index import Fingerprinter
+    from simhash_index.text.tokens import _SEGMENTED, is_cjk_text
+
+    fingerprinter = Fingerprinter()
+    groups = {"English": [t for t in texts if not is_cjk_text(normalize(t))]}
+    groups["Chinese"] = [t for t in texts if is_cjk_text(normalize(t))]
+    peers = datasketch_peers()
+    for name, group in groups.items():  # first calls: jieba's dictionary, tables, datasketch's imports
+        for text in group[:20]:
+            fingerprinter.signature(text)
+            peers[name](text)
+    rows, verdicts = [], []
+    for name, group in groups.items():
+        ours: list[float] = []
+        theirs: list[float] = []
+        for round_ in range(rounds):
+            order = [("ours", fingerprinter.signature), ("datasketch", peers[name])]
+            random.Random(round_).shuffle(order)
+            for who, fingerprint in order:
+                if who == "ours":
+                    clear_caches()
+                    _SEGMENTED.clear()
+                (ours if who == "ours" else theirs).append(one_pass(fingerprint, group))
+        ratios = sorted(d / o for o, d in zip(ours, theirs))
+        chars = sum(map(len, group))
+        rows.append(
+            [
+                name,
+                f"{len(group):,} ({chars / len(group):,.0f} chars)",
+                f"{len(group) / median(ours):,.0f} ({len(group) / max(ours):,.0f}-{len(group) / min(ours):,.0f})",
+                f"{len(group) / median(theirs):,.0f} ({len(group) / max(theirs):,.0f}-{len(group) / min(theirs):,.0f})",
+                f"**{median(ratios):.2f}x** ({ratios[0]:.2f}-{ratios[-1]:.2f})",
+            ]
+        )
+        met = "met" if median(ratios) >= TARGET_VS_DATASKETCH else "MISSED"
+        target = f"target >= {TARGET_VS_DATASKETCH}x: {met}"
+        verdicts.append(f"{name}: signature {median(ratios):.2f}x datasketch's texts/s ({target})")
+    header = ["texts", "count (mean size)", "signature texts/s (range)", "datasketch texts/s (range)", "ratio (range)"]
+    return table(header, rows), verdicts
+
+
+def jieba_share(chinese: list[str]) -> str:
+    """jieba's share of a pass over the Chinese texts (segmentation cache emptied first), and the
+    segmenters that promise jieba's words (rjieba, jieba-fast-dat, when installed) on the same runs."""
+    from simhash_index import Fingerprinter
+    from simhash_index.text import tokens
+
+    fingerprinter = Fingerprinter()
+    cut, runs = tokens._SEGMENTED.cut, []
+
+    def timed(run: str) -> tuple[str, ...]:
+        runs.append(run)
+        return cut(run)
+
+    clear_caches()
+    tokens._SEGMENTED.clear()
+    tokens._SEGMENTED.cut = timed
+    try:
+        whole = one_pass(fingerprinter.signature, chinese)
+    finally:
+        tokens._SEGMENTED.cut = cut
+    han = [run for run in runs if tokens.has_han(run)]
+    jieba = tokens._jieba_cut()
+    segmented = one_pass(lambda run: jieba(run, HMM=True), han)
+    words = [jieba(run, HMM=True) for run in han]
+    lines = [
+        f"jieba: {segmented:.2f} s of the {whole:.2f} s pass over the Chinese texts ({segmented / whole:.0%}), "
+        f"{len(han):,} Han runs not yet cut ({sum(map(len, han)):,} characters)"
+    ]
+    peers = {"rjieba": ("rjieba", lambda m: lambda run: m.cut(run, hmm=True))}
+    peers["jieba-fast-dat"] = ("jieba_fast_dat", lambda m: lambda run: m.lcut(run, HMM=True))
+    for name, (module, cutter) in peers.items():
+        try:
+            peer = cutter(importlib.import_module(module))
+        except ImportError:
+            lines.append(f"{name}: not installed")
+            continue
+        peer(han[0])  # its dictionary loads on the first call
+        seconds = one_pass(peer, han)
+        differ = sum(peer(run) != expected for run, expected in zip(han, words))
+        speed = f"{segmented / seconds:.1f}x jieba's speed"
+        lines.append(f"{name}: {seconds:.2f} s ({speed}); {differ:,} runs cut otherwise")
+    return "\n".join(lines)
+
+
+def signature_section(source: str, rounds: int, versus: str, verdicts: list[str]) -> str:
+    return f"""
+## Signature speed against datasketch
+
+`{command()}` — {stamp()}; {machine()}.
+
+Input: {source}. `Fingerprinter.signature` with the defaults (normalising, jieba for Chinese, stop
+words, the simhash, and the 256-slot MinHash sketch over word 3-shingles, character 5-shingles for
+Chinese text) against what a datasketch user writes for near-duplicates: word 3-shingles of the
+case-folded text (character 5-shingles of the text without white space for the Chinese texts),
+encoded, into `MinHash(num_perm=128).update_batch`. One process; English and Chinese (told by
+`tokens.is_cjk_text`) apart. {rounds} rounds, the two in a shuffled order in each; each of our passes
+starts with the hash and segmentation caches emptied (one pass over a corpus). Medians, the range
+over the rounds, and the ratio paired within each round.
+
+{versus}
+
+{chr(10).join("- " + verdict for verdict in verdicts)}
+"""
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint_speed", description=__doc__.splitlines()[0])
     p.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
@@ -128,6 +259,11 @@ def parser() -> argparse.ArgumentParser:
         help="also time Fingerprinter.signature with these settings: 'LABEL;key=value;...' (repeatable)",
     )
     p.add_argument("--only-fingerprinter", action="store_true", help="skip the simhash comparison")
+    p.add_argument(
+        "--datasketch",
+        action="store_true",
+        help="only Fingerprinter.signature against datasketch's MinHash(128), English and Chinese apart",
+    )
     return p
 
 
@@ -142,6 +278,16 @@ def main() -> None:
     joined = [" ".join(tokens) for tokens in token_lists]
     total = sum(map(len, token_lists))
     print(f"{source}: {len(token_lists)} token lists, {total:,} tokens", flush=True)
+    if args.datasketch:
+        versus, verdicts = versus_datasketch(texts, args.rounds)
+        print("\n" + versus + "\n\n" + "\n".join(verdicts))
+        from simhash_index.text.tokens import is_cjk_text
+
+        print("\n" + jieba_share([text for text in texts if is_cjk_text(normalize(text))]))
+        if not args.no_write:
+            write_section("signature_speed", signature_section(source, args.rounds, versus, verdicts))
+            print(f"\nwrote {DOCS.relative_to(REPO)}")
+        return
     if args.fingerprinter:
         print("\n" + fingerprinter_rounds(args.fingerprinter, texts, total, args.rounds) + "\n", flush=True)
     if args.only_fingerprinter:

@@ -18,6 +18,9 @@ The ratio import / fingerprint (wall time) is what the import's worker processes
 decisions buy: under 1 when fingerprinting on every core outruns the decisions' cost. The CPU
 ratio (the import's process and its workers against the fingerprinting, a database server not
 counted) is its overhead; on a busy machine the wall ratio follows the share of the cores it gets.
+Beside them, datasketch as its users deduplicate texts: MinHash(128) of word 3-shingles (character
+5-shingles for CJK text) and MinHashLSH(threshold=0.8), one process, in memory (datasketch_seconds);
+the import's rate against its pages/s. "CPUs busy" is the import's CPU seconds over its wall time.
 The machine's own parallel speedup is printed first: a pure-Python loop run by one process, then by
 one process per CPU at once (the throughput of all of them against one's). Two virtual CPUs that
 share a core give about 1.3x, not 2x, and then no import can reach half the fingerprinting's time.
@@ -40,6 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from simhash_index.cli.inputs import fingerprinter_for
+from simhash_index.text.tokens import is_cjk_text, normalize
 from simhash_index.workers import default_size
 
 from ._common import EVAL, Timer, machine, table
@@ -117,6 +121,32 @@ def import_seconds(db: str, corpus: Path, workers: int | None) -> tuple[float, f
     return timer.seconds, cpu_seconds(resource.RUSAGE_CHILDREN) - cpu, done.stdout.strip()
 
 
+def datasketch_seconds(pages: list[tuple[str, str]]) -> tuple[float, int]:
+    """Wall seconds of deduplicating the pages with datasketch in this process, as its users do:
+    MinHash(128) of word 3-shingles of the case-folded text (character 5-shingles of the text without
+    white space for CJK text), MinHashLSH(threshold=0.8) queried, the page inserted when it has no
+    match; and the pages kept."""
+    from datasketch import MinHash, MinHashLSH  # the [bench] extra
+
+    cjk = [is_cjk_text(normalize(text)) for _, text in pages]
+    with Timer() as timer:
+        lsh = MinHashLSH(threshold=0.8, num_perm=128)
+        kept = 0
+        for (url, text), chinese in zip(pages, cjk):
+            if chinese:
+                chars = "".join(text.split())
+                shingles = [chars[i : i + 5] for i in range(max(1, len(chars) - 4))]
+            else:
+                words = text.casefold().split()
+                shingles = [" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))]
+            sketch = MinHash(num_perm=128)
+            sketch.update_batch([shingle.encode() for shingle in shingles])
+            if not lsh.query(sketch):
+                lsh.insert(url, sketch)
+                kept += 1
+    return timer.seconds, kept
+
+
 @contextmanager
 def new_index(backend: str, folder: Path, postgres: str) -> Iterator[str]:
     if backend == "sqlite":
@@ -148,7 +178,7 @@ def main() -> None:
     cpus = default_size()
     print(f"parallel speedup of {cpus} processes at once: {parallel_speedup(cpus):.2f}x one process's throughput")
     print(f"{len(corpus_pages):,} pages, {sum(len(text) for _, text in corpus_pages) / 1e6:.1f} M characters")
-    runs: dict[str, list[tuple[float, float, float, float]]] = {backend: [] for backend in args.backend}
+    runs: dict[str, list[tuple[float, float, float, float, float]]] = {backend: [] for backend in args.backend}
     said: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="simhash-import-speed-") as folder:
         corpus = Path(folder) / "pages.jsonl"
@@ -158,19 +188,24 @@ def main() -> None:
         for round_ in range(1, args.rounds + 1):
             for backend in args.backend:
                 fingerprint, fingerprint_cpu = fingerprint_seconds([text for _, text in corpus_pages])
+                peer, peer_kept = datasketch_seconds(corpus_pages)
                 with new_index(backend, Path(folder), args.postgres_url) as db:
                     imported, imported_cpu, said[backend] = import_seconds(db, corpus, args.workers)
-                runs[backend].append((fingerprint, fingerprint_cpu, imported, imported_cpu))
+                runs[backend].append((fingerprint, fingerprint_cpu, imported, imported_cpu, peer))
                 print(
                     f"round {round_}, {backend}: fingerprint {fingerprint:.1f} s, import {imported:.1f} s "
-                    f"(ratio {imported / fingerprint:.2f}; {said[backend]})",
+                    f"(ratio {imported / fingerprint:.2f}; {said[backend]}), datasketch {peer:.1f} s "
+                    f"({peer_kept:,} kept)",
                     flush=True,
                 )
     print()
     rows = []
     for backend, measured in runs.items():
-        ratios = sorted(imported / fingerprint for fingerprint, _, imported, _ in measured)
-        fingerprint, fingerprint_cpu, imported, imported_cpu = (statistics.median(column) for column in zip(*measured))
+        ratios = sorted(imported / fingerprint for fingerprint, _, imported, _, _ in measured)
+        versus = sorted(peer / imported for _, _, imported, _, peer in measured)
+        fingerprint, fingerprint_cpu, imported, imported_cpu, peer = (
+            statistics.median(column) for column in zip(*measured)
+        )
         rows.append(
             [
                 backend,
@@ -178,13 +213,17 @@ def main() -> None:
                 f"{imported:.1f} ({imported_cpu:.1f})",
                 f"**{statistics.median(ratios):.2f}** ({ratios[0]:.2f}-{ratios[-1]:.2f})",
                 f"{imported_cpu / fingerprint_cpu:.2f}",
+                f"{imported_cpu / imported:.2f}",
                 f"{len(corpus_pages) / imported:,.0f}",
+                f"{len(corpus_pages) / peer:,.0f}",
+                f"**{statistics.median(versus):.2f}x** ({versus[0]:.2f}-{versus[-1]:.2f})",
                 said[backend],
             ]
         )
     header = ["backend", "fingerprint s (CPU)", "import s (CPU)", "import / fingerprint (range)", "CPU ratio"]
-    print(f"Medians of {args.rounds} rounds, each backend's fingerprinting and import one after the other:")
-    print(table([*header, "pages/s", "import says"], rows))
+    header += ["CPUs busy", "pages/s", "datasketch pages/s", "import vs datasketch (range)", "import says"]
+    print(f"Medians of {args.rounds} rounds, each backend's fingerprinting, datasketch and import one after the other:")
+    print(table(header, rows))
 
 
 if __name__ == "__main__":

@@ -5,20 +5,23 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from itertools import filterfalse, repeat
 from typing import cast
 
+import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from ..text import languages
 from ..text import stopwords as _stopwords
 from ..text.extract import ExtractOptions, extract_text
 from ..text.frequencies import WORDLIST, check_languages, idf_table
-from ..text.tokens import TOKENIZERS, is_number, normalize, number_shapes, shingles
-from .simhash import simhash
+from ..text.tokens import TOKENIZERS, normalize, number_match, number_shapes, shingle_list, word_count
+from .simhash import simhash, simhash_weighted
 from .sketch import DEFAULT_SLOTS, minhash
 from .weights import load_word_weights
 
@@ -30,6 +33,7 @@ NORMALIZATIONS = ("NFKC", "NFC", "NFKD", "NFD", None)
 # tf ** 0.5 (Lucene's classic TF) with stop words: the most frequent words no longer decide
 # the bits, so unrelated pages stop colliding (docs/accuracy.md has the measurements).
 DEFAULT_TF_POWER = 0.5
+_TF_TABLE = 1024  # term weights of counts below this are looked up
 LANGUAGE = "language"  # stopwords: the built-in lists and those of each text's language
 
 
@@ -219,16 +223,17 @@ class Fingerprinter:
         if tokenizer == "auto" and language in languages.BIGRAMS:
             tokenizer = "bigrams"
         if isinstance(tokenizer, str):
-            words = TOKENIZERS[tokenizer](normalized_text, join_numbers=self.numbers != "split")
+            words: Iterable[str] = TOKENIZERS[tokenizer](normalized_text, join_numbers=self.numbers != "split")
         else:
             words = tokenizer(normalized_text)
         if self.numbers == "drop":
-            return [t for t in words if t not in stop and not is_number(t)]
-        return [t for t in words if t not in stop] if stop else list(words)
+            words = filterfalse(number_match, words)
+        return list(filterfalse(stop.__contains__, words)) if stop else list(words)
 
     def features(self, text: str) -> dict[str, float]:
         """Weighted features of a text: feature -> weight."""
-        return self._weigh(self._feature_counts(self.normalize(text)))
+        names, weights = self._weigh(self._feature_counts(self.normalize(text)))
+        return dict(zip(names, weights.tolist()))
 
     def fingerprint(self, text: str) -> int:
         """The 64-bit simhash of a text; NoFeaturesError when it has no features."""
@@ -251,34 +256,46 @@ class Fingerprinter:
         if not counts:
             return None
         exact = text_hash(normalized)
-        fingerprint = simhash(self._weigh(counts))
-        words = len(normalized.split())
+        fingerprint = simhash_weighted(*self._weigh(counts))
+        words = word_count(normalized)
         if len(normalized) < self.min_length:
             return Signature(fingerprint, exact, exact_only=True, words=words)
         sketch = None
         if self.sketch_size:
-            sketch = minhash(shingles(normalized), self.sketch_size)
+            sketch = minhash(shingle_list(normalized), self.sketch_size)
         return Signature(fingerprint, exact, sketch, words=words)
 
     def _feature_counts(self, normalized: str) -> Counter[str]:
         return Counter(_ngrams(self.tokens(normalized), self.ngram))
 
-    def _weigh(self, counts: Counter[str]) -> dict[str, float]:
-        power = self.tf_power
-        if self.weighting == "tf":
-            weights = {f: float(c) ** power for f, c in counts.items()}
-        elif self.weighting == "sublinear":
-            weights = {f: 1.0 + math.log(c) for f, c in counts.items()}
-        else:
-            idf = self._idf
-            weights = {f: float(c) ** power * idf(f) for f, c in counts.items()}
+    def _weigh(self, counts: Counter[str]) -> tuple[list[str], npt.NDArray[np.float64]]:
+        """The features and their weights, in the counts' order (the heaviest first with top_k)."""
+        names = list(counts)
+        weights = self._tf_weights(np.fromiter(counts.values(), dtype=np.int64, count=len(names)))
+        if self.weighting == "tfidf":
+            weights *= np.fromiter(map(self._idf, names), dtype=np.float64, count=len(names))
         table = self._word_weights
         if table:
-            for feature in weights:
-                weights[feature] *= table.get(feature, 1.0)
-        if self.top_k is not None and len(weights) > self.top_k:
-            weights = heaviest(weights, self.top_k)
-        return weights
+            weights *= np.fromiter(map(table.get, names, repeat(1.0)), dtype=np.float64, count=len(names))
+        if self.top_k is not None and len(names) > self.top_k:
+            kept = heaviest(dict(zip(names, weights.tolist())), self.top_k)
+            return list(kept), np.fromiter(kept.values(), dtype=np.float64, count=len(kept))
+        return names, weights
+
+    def _tf_weights(self, counts: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """Each count's term weight: tf ** tf_power, or 1 + ln tf (sublinear); a table look-up
+        for the common counts, computed by the same Python float operations as the rare ones."""
+        table = self._tf_table
+        if counts.size and counts.max() >= table.size:
+            return np.fromiter(map(self._tf_weight, counts.tolist()), dtype=np.float64, count=counts.size)
+        return table[counts]
+
+    def _tf_weight(self, count: int) -> float:
+        return 1.0 + math.log(count) if self.weighting == "sublinear" else float(count) ** self.tf_power
+
+    @cached_property
+    def _tf_table(self) -> npt.NDArray[np.float64]:
+        return np.array([0.0] + [self._tf_weight(count) for count in range(1, _TF_TABLE)])
 
     @cached_property
     def _idf(self) -> Callable[[str], float]:
@@ -339,7 +356,7 @@ def _callable_id(function: Callable[..., object]) -> str:
 def _ngrams(tokens: list[str], n: int) -> list[str]:
     if n == 1 or len(tokens) < n:
         return tokens if n == 1 or not tokens else [" ".join(tokens)]
-    return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return list(map(" ".join, zip(*(tokens[i:] for i in range(n)))))
 
 
 DEFAULT = Fingerprinter()

@@ -23,6 +23,7 @@ from .bits import MASK64, hamming
 Feature = str | bytes | int
 Features = Mapping[Any, float] | Iterable[tuple[Any, float]] | Iterable[str]
 HashFunc = Callable[[Any], int]
+Weighted = tuple[Collection[Any], npt.NDArray[np.float64]]  # features and their weights, in one order
 
 SUPPORTED_BITS = (32, 64, 128)
 _HEX = re.compile(r"[0-9a-f]{1,16}")
@@ -120,7 +121,7 @@ def _digests(names: Collection[Any]) -> bytes:
 DEFAULT_HASHES: dict[int, HashFunc] = {32: _xxh32, 64: xxh64, 128: _xxh128}
 
 
-def _weighted(features: Features) -> tuple[Collection[Any], npt.NDArray[np.float64]]:
+def _weighted(features: Features) -> Weighted:
     """Features as names and a parallel float64 array of weights, zero weights dropped."""
     if isinstance(features, Mapping):
         names: Collection[Any] = features
@@ -137,7 +138,11 @@ def _weighted(features: Features) -> tuple[Collection[Any], npt.NDArray[np.float
             )
         names = [name for name, _ in items]
         values = [weight for _, weight in items]
-    weights = np.fromiter(values, dtype=np.float64, count=len(names))
+    return _nonzero(names, np.fromiter(values, dtype=np.float64, count=len(names)))
+
+
+def _nonzero(names: Collection[Any], weights: npt.NDArray[np.float64]) -> Weighted:
+    """The features whose weight is not zero; ValueError for a weight that is not finite."""
     if not np.isfinite(weights).all():
         raise ValueError("feature weights must be finite numbers; got NaN or infinity")
     if not weights.all():
@@ -200,8 +205,18 @@ def simhash(features: Features, *, bits: int = 64, hashfunc: HashFunc | None = N
     if not len(names):
         return 0
     if default:
-        return _signs(w, _bit_matrix(_digests(names), 64))
+        return _default_signs(names, w)
     return _signs(w, _bit_matrix([hashfunc(name) for name in names], bits))
+
+
+def simhash_weighted(names: Collection[str], weights: npt.NDArray[np.float64]) -> int:
+    """simhash(dict(zip(names, weights))) for distinct string features and their weights as an
+    array, with the default 64-bit hash: the mapping is not built."""
+    return _default_signs(*_nonzero(names, weights))
+
+
+def _default_signs(names: Collection[Any], weights: npt.NDArray[np.float64]) -> int:
+    return _signs(weights, _bit_matrix(_digests(names), 64)) if len(names) else 0
 
 
 def _signs(weights: npt.NDArray[np.float64], matrix: npt.NDArray[np.uint8]) -> int:

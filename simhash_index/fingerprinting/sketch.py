@@ -19,14 +19,15 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
-_CHUNK = 4096  # shingles per block, to bound memory on huge pages
+_CHUNK = 512  # shingles per block: a block's k permutations of each fit in the CPU's cache
 
 
 def _permutations(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stable multipliers (odd) and offsets for k universal hash permutations."""
+    """Stable multipliers (odd) and offsets for k universal hash permutations, repeated _CHUNK
+    times: the operands of a block's multiply and add, element for element (NumPy's fast loops)."""
     a = [xxhash.xxh64_intdigest(f"a{i}".encode()) | 1 for i in range(k)]
     b = [xxhash.xxh64_intdigest(f"b{i}".encode()) for i in range(k)]
-    return np.array(a, dtype=np.uint64), np.array(b, dtype=np.uint64)
+    return np.tile(np.array(a, dtype=np.uint64), _CHUNK), np.tile(np.array(b, dtype=np.uint64), _CHUNK)
 
 
 _PERMUTATIONS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -36,21 +37,21 @@ DEFAULT_SLOTS = 256
 
 
 def minhash(shingles: Iterable[str], k: int = DEFAULT_SLOTS) -> bytes:
-    """The k-slot one-byte MinHash of a set of shingles (k bytes)."""
-    hashes = np.unique(np.fromiter((xxhash.xxh64_intdigest(s.encode("utf-8")) for s in shingles), dtype=np.uint64))
+    """The k-slot one-byte MinHash of a set of shingles (k bytes); repeats count once."""
+    # repeats need no removing: they leave every minimum as it is
+    hashes = np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, shingles)), dtype=np.uint64)
     if hashes.size == 0:
         return bytes(k)
     if k not in _PERMUTATIONS:
         _PERMUTATIONS[k] = _permutations(k)
     a, b = _PERMUTATIONS[k]
     best = np.full(k, np.iinfo(np.uint64).max, dtype=np.uint64)
-    work = np.empty((min(hashes.size, _CHUNK), k), dtype=np.uint64)
     for start in range(0, hashes.size, _CHUNK):
-        chunk = hashes[start : start + _CHUNK]
-        permuted = work[: chunk.size]
-        np.multiply(chunk[:, None], a, out=permuted)  # wraps mod 2**64, as intended
-        permuted += b
-        np.minimum(best, permuted.min(axis=0), out=best)
+        block = hashes[start : start + _CHUNK]
+        permuted = np.repeat(block, k)  # row i: hash i, k times
+        permuted *= a[: permuted.size]  # wraps mod 2**64, as intended
+        permuted += b[: permuted.size]
+        np.minimum(best, permuted.reshape(block.size, k).min(axis=0), out=best)
     # Bits 32-39 of the minimum: equal when the same shingle wins, equal by chance 1 time in 256.
     sketch: bytes = ((best >> np.uint64(32)) & np.uint64(0xFF)).astype(np.uint8).tobytes()
     return sketch
