@@ -262,3 +262,26 @@ def test_postgres_a_writer_holding_the_lock_never_waits_long_for_a_row_of_an_und
         checking.join(timeout=60)
         assert answers == [None]  # its own key, stored before: the row follows its text
         assert a.get("https://shared.example/page").fingerprint == BASE
+
+
+@pytest.mark.parametrize("damage", ["trigger functions left out", "entries of another server"])
+def test_postgres_a_feed_restored_incomplete_or_elsewhere_is_made_anew(postgres_url, damage):
+    """A dump of the tables alone restores the triggers without the functions they call (so no
+    trigger); one restored into another server holds entries of transactions that server has not
+    had yet: either way a writer installs the feed anew, and follows the table from there."""
+    with SimhashIndex(postgres_url) as first:
+        first.check_and_add("https://a.example/page", BASE)
+    if damage == "trigger functions left out":
+        sql(postgres_url, "DROP FUNCTION simhash_log_change() CASCADE")
+    else:
+        future = "(pg_current_xact_id()::text::bigint + 1000000)::text::xid8"
+        sql(
+            postgres_url,
+            f"INSERT INTO simhash_changes (xid, fingerprint, key_hash, added) VALUES ({future}, 1, 1, true)",
+        )
+    with SimhashIndex(postgres_url, create=False) as a, SimhashIndex(postgres_url, create=False) as b:
+        assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://a.example/page"
+        b.check_and_add("https://b.example/page", FAR)
+        assert duplicate_of(a, "https://a.example/far-copy", near_copy(FAR)) == "https://b.example/page"
+        with a.transaction(write=False) as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM simhash_changes WHERE fingerprint = 1").scalar_one() == 0

@@ -140,7 +140,8 @@ def installed(conn: Connection | RawConnection) -> bool:
             conn,
             "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'simhash_documents'::regclass "
             f"AND tgname IN {_POSTGRES_TRIGGERS} AND tgenabled <> 'D') = 2 "
-            f"AND COALESCE((SELECT max(xid) FROM {CHANGES}) < pg_snapshot_xmax(pg_current_snapshot()), true)",
+            f"AND COALESCE((SELECT max(xid) FROM {CHANGES} WHERE xid IS DISTINCT FROM "
+            "pg_current_xact_id_if_assigned()) < pg_snapshot_xmax(pg_current_snapshot()), true)",
             (),
         )[0][0]
     )
