@@ -48,8 +48,18 @@ def wget_archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     site = build_site(root / "site")
     with serve(root / "site") as base:
         subprocess.run(
-            ["wget", "-q", "-r", "-l", "2", "-P", str(root / "mirror"), "--warc-file", str(root / "crawl"),
-             f"{base}/index.html"],
+            [
+                "wget",
+                "-q",
+                "-r",
+                "-l",
+                "2",
+                "-P",
+                str(root / "mirror"),
+                "--warc-file",
+                str(root / "crawl"),
+                f"{base}/index.html",
+            ],
             check=False,  # 8: the site has no robots.txt
         )
     return root / "crawl.warc.gz", site
