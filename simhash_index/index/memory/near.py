@@ -115,9 +115,8 @@ class _Table:
         self._sorted: list[U64] = []
         self._starts: list[npt.NDArray[np.int32]] = []
         for part, width in enumerate(widths):
-            keys = self._keys(fingerprints, part)
-            self._sorted.append(fingerprints[np.argsort(keys)])
-            self._starts.append(_offsets(keys, width))
+            self._sorted.append(_sorted_by_part(fingerprints, self._shifts[part], width))
+            self._starts.append(_offsets(self._keys(self._sorted[part], part), width))
 
     def __len__(self) -> int:
         return len(self._sorted[0])
@@ -177,6 +176,20 @@ class _Table:
         stored = self._sorted[part][entries]
         near = np.bitwise_count(stored ^ queries[owner]) <= radius
         return owner[near], stored[near], total
+
+
+def _sorted_by_part(fingerprints: U64, shift: int, width: int) -> U64:
+    """The fingerprints ordered by the part of `width` bits at `shift`: sorted as rotated so that
+    the part leads, which orders them by it (a sort of values, faster than an argsort by keys)."""
+    up = 64 - shift - width
+    return _rotated(np.sort(_rotated(fingerprints, up)), (64 - up) % 64)
+
+
+def _rotated(values: U64, left: int) -> U64:
+    if not left:
+        return values
+    rotated: U64 = (values << np.uint64(left)) | (values >> np.uint64(64 - left))
+    return rotated
 
 
 def _offsets(keys: npt.NDArray[np.int64], width: int) -> npt.NDArray[np.int32]:

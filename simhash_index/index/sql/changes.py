@@ -25,6 +25,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -177,7 +178,7 @@ def stored(conn: Connection | RawConnection, layout: Layout) -> tuple[Mark, U64]
     # blocks: read from block0's covering index, a fraction of the table's pages
     near = "block0 IS NOT NULL" if layout.name == "blocks" else "exact_only = 0 AND fingerprint IS NOT NULL"
     rows = fetch(conn, f"SELECT fingerprint FROM simhash_documents WHERE {near}", ())
-    return mark, np.fromiter((row[0] for row in rows), np.int64, len(rows)).view(np.uint64)
+    return mark, np.fromiter(chain.from_iterable(rows), np.int64, len(rows)).view(np.uint64)
 
 
 def since(conn: Connection, mark: Mark) -> Changes | None:
