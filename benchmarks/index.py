@@ -3,7 +3,7 @@
     python -m benchmarks.index [--workloads uniform,templates] [--n 100000] [--backends sqlite]
                                [--layouts blocks] [--radius R] [--rounds 3] [--peer] [--write]
 
-For each workload (benchmarks/workloads: uniform, templates, realistic, skew) and N, every
+For each workload (benchmarks/workloads: uniform, templates, realistic, crowded, skew) and N, every
 (backend, layout) index is loaded with the same pages by `add_many` (SQLite in a temporary folder,
 PostgreSQL in a schema of its own, VACUUM ANALYZEd after the load; Redis under a key prefix of its
 own; the layout applies to SQL). Then all indexes are measured in interleaved rounds (a shared
@@ -44,7 +44,7 @@ from benchmarks._stores import (
     sqlite_bytes,
     vacuum,
 )
-from benchmarks.workloads import WORKLOADS, Page, Workload, fingerprint_of, page_key
+from benchmarks.workloads import WORKLOADS, Page, Workload, fingerprint_of, page_key, split
 from simhash_index import open_index
 from simhash_index.index.base import Index
 from simhash_index.index.sql.layouts import LAYOUTS, Layout
@@ -73,15 +73,6 @@ class Case:
     @property
     def name(self) -> str:
         return f"{self.backend} {self.layout} {self.workload.name} {self.n:,}"
-
-
-def split(value: str, allowed: tuple[str, ...], option: str) -> list[str]:
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    if not names or set(names) - set(allowed):
-        raise argparse.ArgumentTypeError(
-            f"{option} takes a comma-separated list of {', '.join(allowed)}; got {value!r}"
-        )
-    return names
 
 
 def parser() -> argparse.ArgumentParser:

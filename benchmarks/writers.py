@@ -1,6 +1,6 @@
 """What a decision costs a writer: batched check_and_add_many beside the plain write of the same rows.
 
-    python -m benchmarks.writers [--n 1000000] [--workloads uniform,realistic] [--backends sqlite,postgres]
+    python -m benchmarks.writers [--n 1000000] [--workloads uniform,realistic,crowded] [--backends sqlite,postgres]
                                  [--radii 0,3,6,8] [--lookups memory,sql] [--writers 1,4] [--rounds 3]
                                  [--batches 40] [--seconds 20] [--write]
 
@@ -12,7 +12,7 @@ after). Then every configuration runs in each of --rounds interleaved rounds, in
 each writer a process of its own (--writers: 1, or 4 side by side, each with its own pages, the
 rate their sum over the time from their common start to the last one's end). A configuration
 decides at most --batches batches, or what it decides in --seconds. The pages: fresh pages of
-the workload (realistic: held-out pages of the stored sites), one in ten a near copy of a stored
+the workload (realistic, crowded: held-out pages of the stored sites), one in ten a near copy of a stored
 page (1 to 3 bits off); they are forgotten after each configuration, so that every one starts
 from the same index. Medians over the rounds (the range beside them). Beside the rates: the
 in-memory index's bytes per stored page, and the time its writer took to open the index and
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from benchmarks._common import Timer, command, machine, median, stamp, table, write_section
 from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, vacuum
-from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of
+from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, split
 from simhash_index import Signature, open_index
 
 BATCH = 64
@@ -75,7 +75,12 @@ class Case:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.writers", description=__doc__.splitlines()[0])
     p.add_argument("--n", default="1000000", type=lambda v: [int(x) for x in v.split(",")])
-    p.add_argument("--workloads", default="uniform,realistic", type=lambda v: v.split(","))
+    p.add_argument(
+        "--workloads",
+        default="uniform,realistic",
+        type=lambda v: split(v, tuple(WORKLOADS), "--workloads"),
+        help=f"of {', '.join(WORKLOADS)} (benchmarks/workloads)",
+    )
     p.add_argument("--backends", default="sqlite,postgres", type=lambda v: v.split(","))
     p.add_argument("--radii", default="0,3,6,8", type=lambda v: [int(x) for x in v.split(",")])
     p.add_argument("--lookups", default="memory,sql", type=lambda v: v.split(","))

@@ -332,3 +332,73 @@ def test_the_pipeline_starts_a_new_index_when_the_server_comes_back_empty(own_se
         assert "starting a new, empty index" in caplog.text
     finally:
         driving.stop(pipeline)
+
+
+def _decide_in_calls(
+    url: str, stored: list[tuple[str, Signature]], batch: list[tuple[str, Signature]], monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Match | None], list[tuple[int, int]], tuple]:
+    """The batch decided by one check_and_add_many on a new index holding `stored`: the answers, the
+    (pages sent, pages decided) of each script call, and what the index holds after."""
+    calls: list[tuple[int, int]] = []
+    run = RedisIndex._run
+
+    def counted(self: RedisIndex, command: str, *args: object, **options: object) -> object:
+        answer = run(self, command, *args, **options)
+        if command == "check":
+            calls.append(((len(args) - 6) // 8, len(answer)))
+        return answer
+
+    with SimhashIndex(url, prefer="longest") as index:
+        index.add_many(stored)
+        monkeypatch.setattr(RedisIndex, "_run", counted)
+        answers = index.check_and_add_many(batch)
+        monkeypatch.setattr(RedisIndex, "_run", run)
+        log = [(d.key, d.duplicate_of, d.distance, d.exact, d.superseded) for d in index.duplicates()]
+        held = (len(index), log, [index.query(signature.simhash) for _, signature in stored[:5]])
+    return answers, calls, held
+
+
+def test_a_big_batch_is_decided_in_several_bounded_calls_as_one_call_would(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No script call holds the server for a whole big batch: a call is sent CHECK_PAGES pages at most and
+    stops after the page that ends past CHECK_US; the client sends the rest. The decisions, the
+    survivors and the log are those of the batch decided in one call."""
+    import simhash_index.index.redis.backend as backend
+
+    rng = random.Random(39)
+    base = [f"w{i} w{i + 1} w{i + 2}" for i in range(400)]
+    centres = [rng.getrandbits(64) for _ in range(5)]
+
+    def page(n: int) -> Signature:
+        fp = centres[n % 5] ^ sum(1 << bit for bit in rng.sample(range(64), rng.randint(0, 7)))
+        sketch = minhash(shingles(rng, base, rng.randint(340, 400), rng.randint(0, 30)))
+        text_hash = rng.choice([None, None, None, 1])
+        return Signature(fp, text_hash, sketch, words=rng.randint(10, 500))
+
+    stored = [(f"s{n}", page(n)) for n in range(40)]
+    batch = [(f"k{rng.randrange(250)}", page(n)) for n in range(300)]  # some keys come twice
+    decided = {}
+    settings = {
+        "one call": (10_000, 10**12),
+        "default": (backend.CHECK_PAGES, backend.CHECK_US),
+        "a page a call": (64, 0),
+    }
+    for n, (name, (pages, budget)) in enumerate(settings.items()):
+        prefix = f"simhash-test-split-{os.getpid()}-{n}:"
+        monkeypatch.setattr(backend, "CHECK_PAGES", pages)
+        monkeypatch.setattr(backend, "CHECK_US", budget)
+        try:
+            decided[name] = _decide_in_calls(redis_prefix_url(prefix), stored, batch, monkeypatch)
+        finally:
+            for key in client.scan_iter(match=f"{prefix}*"):
+                client.delete(key)
+    one, calls_one, held_one = decided["one call"]
+    assert calls_one == [(300, 300)]
+    assert sum(a is not None for a in one) > 50 and any(a is not None and a.superseded for a in one)
+    default, calls_default, held_default = decided["default"]
+    assert len(calls_default) >= 5 and all(sent <= backend.CHECK_PAGES for sent, _ in calls_default)
+    paged, calls_paged, held_paged = decided["a page a call"]
+    assert calls_paged == [(min(64, 300 - n), 1) for n in range(300)]
+    assert default == one and paged == one
+    assert held_default == held_one and held_paged == held_one

@@ -4,8 +4,12 @@
   index). Fresh pages: random.
 - templates: template crowds around the eval corpus's real signatures, with sketches (templates.py).
   Fresh pages: new pages of the same crowds.
-- realistic: sites with templates, reused paragraphs and near copies, calibrated to the real corpus
-  (realistic.py). Fresh pages: held-out pages of the same sites.
+- realistic: sites with templates, reused paragraphs and near copies, calibrated per site to real
+  sites (realistic.py): 1 to 15 stored pages within 6 bits of a page. Fresh pages: held-out pages of
+  the same sites.
+- crowded: the same sites with ten times as many short pages (mostly template), calibrated to the
+  eval corpus's all-pairs collision share: 70 to 130 stored pages within 6 bits of a page, the
+  index's stress workload. Fresh pages: as realistic's.
 - skew: random, a fifth of them sharing one 16-bit block (bits 0-15), the blocks layout's worst case.
   Fresh pages: new members of that crowd.
 
@@ -14,6 +18,7 @@ Every workload also gives near copies of stored pages (1 to 3 bits flipped): the
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +30,16 @@ from simhash_index.fingerprinting.fingerprinter import Signature
 
 Page = int | Signature
 BLOCK0 = 0x5A5A  # the block0 value the skew workload's crowd shares
+
+
+def split(value: str, allowed: tuple[str, ...], option: str) -> list[str]:
+    """A comma-separated option's names, each one of `allowed`."""
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names or set(names) - set(allowed):
+        raise argparse.ArgumentTypeError(
+            f"{option} takes a comma-separated list of {', '.join(allowed)}; got {value!r}"
+        )
+    return names
 
 
 def uniform_fingerprints(n: int, seed: int) -> np.ndarray:
@@ -98,18 +113,22 @@ def _templates(n: int, fresh: int, seed: int) -> Workload:
     return Workload("templates", fps, made[False][:fresh], made[True][:fresh], signatures=stored, source=base.source)
 
 
-def _realistic(n: int, fresh: int, seed: int, workers: int = 2) -> Workload:
-    from benchmarks.workloads.realistic import realistic as sites
+def _sites(name: str) -> Callable[[int, int, int], Workload]:
+    def made(n: int, fresh: int, seed: int) -> Workload:
+        from benchmarks.workloads.realistic import realistic as sites
 
-    fps, keys, held = sites(n, seed, workers)
-    picked = np.random.default_rng(seed).choice(len(held), size=min(len(held), fresh), replace=False)
-    return Workload("realistic", fps, held[picked].tolist(), _copies(fps, fresh, random.Random(seed)), keys=keys)
+        fps, keys, held = sites(n, seed, 2, name)
+        picked = np.random.default_rng(seed).choice(len(held), size=min(len(held), fresh), replace=False)
+        return Workload(name, fps, held[picked].tolist(), _copies(fps, fresh, random.Random(seed)), keys=keys)
+
+    return made
 
 
 # WORKLOADS[name](n, fresh, seed): n stored pages, `fresh` new ones and as many near copies.
 WORKLOADS: dict[str, Callable[[int, int, int], Workload]] = {
     "uniform": _uniform,
     "templates": _templates,
-    "realistic": _realistic,
+    "realistic": _sites("realistic"),
+    "crowded": _sites("crowded"),
     "skew": _skew,
 }

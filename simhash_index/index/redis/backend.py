@@ -53,6 +53,13 @@ SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/schema.md); version 1 had no sketches
 STREAM_ROWS = 1000  # log entries read at a time
 PAGES_PER_CALL = 250  # pages stored by one script call in a bulk load: a few ms of the server each
+# A `check` call is sent at most CHECK_PAGES pages and stops after the page that ends CHECK_US
+# microseconds (the server's clock) after the call began; the client sends the rest in another
+# call. So a Redis shared with other clients (a scrapy-redis scheduler) is never held by one call
+# for much longer than a page's lookup, whatever the batch size (docs/performance.md, "Redis
+# script calls").
+CHECK_PAGES = 64
+CHECK_US = 20_000
 _SCRIPT = (Path(__file__).parent / "script.lua").read_text(encoding="utf-8")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The names (after the prefix) of an index's data keys, docs/schema.md's, `meta` aside: no key of
@@ -203,12 +210,18 @@ class RedisIndex(Index):
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
         self._writable()
         now = micros(datetime.now(timezone.utc))
-        arguments = [argument for key, signature in pages for argument in page_args(key, signature)]
-        with self._talking():
-            window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
-            similarity = repr(float(self.min_similarity))
-            prefer = name_of(self.policy.prefer)
-            found = self._run("check", now, self.max_distance, similarity, window, prefer, *arguments)
+        window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
+        similarity = repr(float(self.min_similarity))
+        prefer = name_of(self.policy.prefer)
+        found: list[Any] = []
+        while len(found) < len(pages):  # each call decides a prefix of what it is sent, one page at least
+            chunk = pages[len(found) : len(found) + CHECK_PAGES]
+            arguments = [argument for key, signature in chunk for argument in page_args(key, signature)]
+            with self._talking():
+                answers = self._run("check", now, self.max_distance, similarity, window, prefer, CHECK_US, *arguments)
+            if not answers:
+                raise SimhashIndexError(f"{self._where}: the script decided none of {len(chunk)} pages sent")
+            found += answers
         return [match_of(answer) for answer in found]
 
     def _add_many(self, pages: Sequence[Page]) -> None:

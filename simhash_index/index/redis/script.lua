@@ -355,17 +355,22 @@ end
 
 if command == 'check' then
   -- now, max_distance, min_similarity, window (microseconds, '' for none), survivor policy
-  -- ('first', 'longest' or 'newest'), then key, fingerprint, text_hash, sketch, exact_only, words,
-  -- dated, modified (microseconds) of each page: checked in order, a page seeing those before it;
-  -- one answer a page
+  -- ('first', 'longest' or 'newest'), time budget (microseconds), then key, fingerprint, text_hash,
+  -- sketch, exact_only, words, dated, modified (microseconds) of each page: checked in order, a page
+  -- seeing those before it; one answer a page, for the pages checked: the call stops after the page
+  -- that ends past the budget (so that no call holds the server long), and the client sends the
+  -- rest in another call
   local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
   local since = nil
   if ARGV[6] ~= '' then since = tonumber(now) - tonumber(ARGV[6]) end
-  local prefer = ARGV[7]
+  local prefer, budget = ARGV[7], tonumber(ARGV[8])
+  local began = redis.call('TIME')
   local answers = {}
-  for i = 8, #ARGV, 8 do
+  for i = 9, #ARGV, 8 do
     table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance,
       min_similarity, now, since, {ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]}, prefer))
+    local clock = redis.call('TIME')
+    if (clock[1] - began[1]) * 1000000 + (clock[2] - began[2]) >= budget then break end
   end
   return answers
 elseif command == 'store' then
