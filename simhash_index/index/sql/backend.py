@@ -59,7 +59,9 @@ from .statements import (
     execute_many,
     fetch,
     in_parameters,
+    one_of,
     pages_where,
+    read_time,
     row_page,
     upsert_documents,
 )
@@ -117,6 +119,7 @@ class SqlIndex(Index):
             if opened.lacks_modified and not access.read_only:
                 with self.transaction() as conn:
                     add_modified(conn)
+            self._without_modified = opened.lacks_modified and access.read_only
             self.layout = opened.layout
             if not radius_chosen and self.max_distance > self.layout.max_radius:
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)
@@ -359,7 +362,31 @@ class SqlIndex(Index):
             fingerprint = signature.near_simhash
             if fingerprint is not None:
                 found.update((page.key, page) for page in self._near(conn, fingerprint))
-        return sorted(found.values(), key=lambda page: page.order)
+            pages = self._with_ages(conn, list(found.values()))
+        return sorted(pages, key=lambda page: page.order)
+
+    def _with_ages(self, conn: RawConnection | Connection, pages: list[StoredPage]) -> list[StoredPage]:
+        """The pages with their words and dates, which a survivor policy compares."""
+        if not pages:
+            return pages
+        modified = "NULL" if self._without_modified else "modified"
+        condition = one_of(self.dialect, "id", len(pages))
+        statement = f"SELECT id, words, dated, {modified} FROM simhash_documents WHERE {condition}"
+        ages = {
+            row[0]: row[1:]
+            for row in fetch(conn, statement, in_parameters(self.dialect, sorted(page.order for page in pages)))
+        }
+        completed = []
+        for page in pages:
+            words, dated, changed = ages.get(page.order, (None, None, None))
+            signature = replace(
+                page.signature,
+                words=words,
+                dated=read_time(self.dialect, dated),
+                modified=read_time(self.dialect, changed),
+            )
+            completed.append(replace(page, signature=signature))
+        return completed
 
     def close(self) -> None:
         self._engine.dispose()
