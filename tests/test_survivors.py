@@ -185,6 +185,9 @@ def test_a_dry_run_supersedes_as_the_import_would(weeks: list[Path], tmp_path: P
     assert dry.stderr == f"dry run, nothing written: {summary}"
     with SimhashIndex(db) as index:
         assert index.duplicate(MIRROR).superseded == "newer"  # type: ignore[union-attr]
+    older = run("import", "--db", db, "--workers", "0", "--prefer", "newest", "--dry-run", str(w1))
+    rows = {row["url"]: row for row in map(json.loads, older.stdout.splitlines())}
+    assert rows[MIRROR]["outcome"] == "dropped" and rows[MIRROR]["duplicate_of"] == D  # older than D's capture
     longest = run("import", "--db", db, "--workers", "0", "--prefer", "longest", "--dry-run", str(w1))
     rows = {row["url"]: row for row in map(json.loads, longest.stdout.splitlines())}
     assert rows[MIRROR]["outcome"] == "kept" and rows[MIRROR]["supersedes"] == D  # longer than D
