@@ -264,3 +264,21 @@ def test_fates_follow_supersession_to_the_end() -> None:
     assert (copies[1].duplicate_of, copies[1].survivor, copies[1].distance) == ("c", 6, 2)
     assert (copies[2].duplicate_of, copies[2].survivor) == ("c", 6)
     assert (copies[4].duplicate_of, copies[4].survivor, copies[4].exact) == ("old", None, True)
+
+
+def test_a_corpus_lines_last_modified_decides_newest(tmp_path: Path) -> None:
+    text = " ".join(english_article(52))
+    corpus = tmp_path / "corpus.jsonl"
+    lines = [
+        {"url": "https://example.com/new", "text": text, "last_modified": "Mon, 08 Jan 2024 10:00:00 GMT"},
+        {"url": "https://example.com/old", "text": text, "last_modified": "Mon, 01 Jan 2024 10:00:00 GMT"},
+        {"url": "https://example.com/newer", "text": text, "last_modified": "Mon, 15 Jan 2024 10:00:00 GMT"},
+    ]
+    corpus.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    result = run("import", "--db", f"sqlite:///{tmp_path / 'j.db'}", "--prefer", "newest", "--dry-run", str(corpus))
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(row["outcome"], row["duplicate_of"], row["supersedes"]) for row in rows] == [
+        ("kept", None, None),
+        ("dropped", "https://example.com/new", None),  # older than the copy stored
+        ("kept", None, "https://example.com/new"),
+    ]
