@@ -282,3 +282,13 @@ def test_a_corpus_lines_last_modified_decides_newest(tmp_path: Path) -> None:
         ("dropped", "https://example.com/new", None),  # older than the copy stored
         ("kept", None, "https://example.com/new"),
     ]
+
+
+def test_an_archive_given_twice_is_written_once(weeks: list[Path], tmp_path: Path) -> None:
+    w2 = weeks[0]
+    out = tmp_path / "twice.warc.gz"
+    ok("filter", "--db", f"sqlite:///{tmp_path / 't.db'}", "--workers", "0", str(w2), str(w2), str(out))
+    written = [r for r in read(out) if r.rec_type != "warcinfo"]
+    assert [header(r, "WARC-Record-ID") for r in written] == [
+        header(r, "WARC-Record-ID") for r in read(w2) if r.rec_type != "warcinfo"
+    ]  # the second reading's captures are copies of the first's

@@ -79,8 +79,8 @@ def filter_(
     copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer)
     written: Counter[str] = Counter()
     with replacing(out) as target:
-        for archive, records in zip(archives, scanned):
-            dropped = copies.get(archive, {})
+        for number, (archive, records) in enumerate(zip(archives, scanned)):
+            dropped = copies.get(number, {})
             left_out = set() if keep_revisits else companions(records, dropped)
             with open(archive, "rb") as source:
                 for record in records:
@@ -113,10 +113,10 @@ def _copies(
     workers: int | None,
     word_weights: str | None,
     prefer: Prefer,
-) -> dict[str, dict[int, tuple[dict[str, Any], Record | None]]]:
+) -> dict[int, dict[int, tuple[dict[str, Any], Record | None]]]:
     """The first pass: the import's decision on every page of the archives, followed to the
-    end (survivors.Fates). {archive: {offset: (evidence, the surviving page's record)}} of
-    the pages that did not survive; the survivor's record is None when it is not in OUT."""
+    end (survivors.Fates). {archive's number: {offset: (evidence, the surviving page's record)}}
+    of the pages that did not survive; the survivor's record is None when it is not in OUT."""
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if source is not None:
@@ -125,19 +125,19 @@ def _copies(
         db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme, prefer=prefer
     )
     setup = page_setup(PageSetup(fingerprinter), prefer)
-    pages = [(a, r) for a, records in zip(archives, scanned) for r in records if r.why_not_page is None]
+    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None]
     fates = Fates()
     rows = _import_pages(index, setup, archives, workers, Counter(), False, False, prefer)
     for position, (page, row) in enumerate(zip_longest(pages, rows)):
         if page is None or row is None or row["url"] != page[1].target:
-            archive = (page or pages[-1])[0]
+            archive = archives[page[0]] if page is not None else archives[-1]
             raise click.ClickException(f"{archive} read differently twice: is it being written to?")
         fates.add(position, row)
-    found: dict[str, dict[int, tuple[dict[str, Any], Record | None]]] = {}
+    found: dict[int, dict[int, tuple[dict[str, Any], Record | None]]] = {}
     for at, copy in fates.copies().items():
-        archive, record = pages[at]
+        number, record = pages[at]
         row = {"duplicate_of": copy.duplicate_of, "distance": copy.distance, "exact": copy.exact}
-        found.setdefault(archive, {})[record.offset] = (row, None if copy.survivor is None else pages[copy.survivor][1])
+        found.setdefault(number, {})[record.offset] = (row, None if copy.survivor is None else pages[copy.survivor][1])
     return found
 
 
