@@ -1,8 +1,9 @@
-"""`simhash-index filter IN OUT`: an archive without its duplicate pages.
+"""`simhash-index filter IN... OUT`: archives, as one, without their duplicate pages.
 
 The pages are decided as `import` decides them (into --db, so several archives can be
-deduplicated against each other); OUT is IN with the dropped responses left out, and with
-them the request and metadata records that belong to them. Every other record is copied
+deduplicated against each other), all of them before OUT is written (a second pass over
+IN); OUT is IN without the responses that did not survive, and without the request and
+metadata records that belong to them. Every other record is copied
 byte for byte, gzip members included. With --keep-revisits a dropped response becomes a
 `revisit` record naming the page kept, and its companions stay.
 """
@@ -15,7 +16,6 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import zip_longest
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,7 +27,7 @@ from .group import db_option, max_distance_option, open_index, word_weights_opti
 from .importing import _import_pages, open_existing, prefer_option
 from .inputs import fingerprinter_for
 from .survivors import Fates, page_setup
-from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format, scan
+from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format
 
 REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
 COMPANION_KINDS = ("request", "metadata")
@@ -75,8 +75,11 @@ def filter_(
         raise click.UsageError("--keep-revisits writes WARC records, which an ARC archive cannot hold")
     if os.path.exists(out) and any(os.path.samefile(archive, out) for archive in archives):
         raise click.BadParameter("is an archive read: write to another file", param_hint="OUT")
-    scanned = [[record for record, _ in scan(archive, pages=False)] for archive in archives]
+    before = [_stat(archive) for archive in archives]
+    scanned: list[list[Record]] = []
     copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer)
+    if [_stat(archive) for archive in archives] != before:
+        raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
     written: Counter[str] = Counter()
     with replacing(out) as target:
         for number, (archive, records) in enumerate(zip(archives, scanned)):
@@ -115,8 +118,9 @@ def _copies(
     prefer: Prefer,
 ) -> dict[int, dict[int, tuple[dict[str, Any], Record | None]]]:
     """The first pass: the import's decision on every page of the archives, followed to the
-    end (survivors.Fates). {archive's number: {offset: (evidence, the surviving page's record)}}
-    of the pages that did not survive; the survivor's record is None when it is not in OUT."""
+    end (survivors.Fates); each archive's records are added to `scanned`. Returns
+    {archive's number: {offset: (evidence, the surviving page's record)}} of the pages that
+    did not survive; the survivor's record is None when it is not in OUT."""
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if source is not None:
@@ -125,20 +129,24 @@ def _copies(
         db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme, prefer=prefer
     )
     setup = page_setup(PageSetup(fingerprinter), prefer)
-    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None]
     fates = Fates()
-    rows = _import_pages(index, setup, archives, workers, Counter(), False, False, prefer)
-    for position, (page, row) in enumerate(zip_longest(pages, rows)):
-        if page is None or row is None or row["url"] != page[1].target:
-            archive = archives[page[0]] if page is not None else archives[-1]
-            raise click.ClickException(f"{archive} read differently twice: is it being written to?")
+    rows = _import_pages(index, setup, archives, workers, Counter(), False, False, prefer, scanned)
+    for position, row in enumerate(rows):
         fates.add(position, row)
+    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None]
+    if [row.target for _, row in pages] != fates.urls:
+        raise click.ClickException("the pages decided are not the archives' pages: report this as a bug")
     found: dict[int, dict[int, tuple[dict[str, Any], Record | None]]] = {}
     for at, copy in fates.copies().items():
         number, record = pages[at]
         row = {"duplicate_of": copy.duplicate_of, "distance": copy.distance, "exact": copy.exact}
         found.setdefault(number, {})[record.offset] = (row, None if copy.survivor is None else pages[copy.survivor][1])
     return found
+
+
+def _stat(path: str) -> tuple[int, int]:
+    found = os.stat(path)
+    return found.st_size, found.st_mtime_ns
 
 
 def same_format(archives: Sequence[str]) -> tuple[str, bool]:

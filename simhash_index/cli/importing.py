@@ -31,9 +31,9 @@ from .group import (
     output_format,
     word_weights_option,
 )
-from .inputs import fingerprinter_for, read_corpus
+from .inputs import CorpusLine, fingerprinter_for, read_corpus
 from .survivors import PREFER_HELP, RunDeduplicator, page_setup, with_evidence
-from .warc import is_archive, not_pages, read_archive
+from .warc import Record, is_archive, not_pages, read_archive
 
 # Pages come back from the workers a chunk at a time: waiting this long for a full batch
 # makes fewer transactions, which a database server would otherwise spend the cores on.
@@ -148,6 +148,7 @@ def _import_pages(
     dry_run: bool,
     strict: bool,
     prefer: Prefer = "first",
+    records: list[list[Record]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Each page of the files checked against the target, in file order: a row saying what
     became of it (kept, with "supersedes" when it took a stored copy's place; dropped;
@@ -156,7 +157,8 @@ def _import_pages(
 
     Pages are analysed in worker processes and decided in batches (the dedup core), in file
     order: a page can be a duplicate of any page before it; a URL met again in the run is a
-    copy of the same page (survivors.SameUrl). A dry run's target writes nothing."""
+    copy of the same page (survivors.SameUrl). A dry run's target writes nothing. With
+    `records`, each archive's records are added to it, a list an archive."""
     core = RunDeduplicator(
         lambda: target,
         setup,
@@ -167,7 +169,7 @@ def _import_pages(
     )
     core.open().result()
     try:
-        yield from _decided(core, dry_run, files, counts, strict)
+        yield from _decided(core, dry_run, files, counts, strict, records)
     finally:
         core.close().result()
 
@@ -176,9 +178,21 @@ Pending = tuple[str, "Future[Match | None] | str"]  # (url, its decision, or the
 
 
 def _decided(
-    core: Deduplicator, dry_run: bool, files: Sequence[str], counts: Counter[str], strict: bool
+    core: Deduplicator,
+    dry_run: bool,
+    files: Sequence[str],
+    counts: Counter[str],
+    strict: bool,
+    records: list[list[Record]] | None,
 ) -> Iterator[dict[str, Any]]:
-    source = chain.from_iterable(read_archive(f, counts) if is_archive(f) else read_corpus(f) for f in files)
+    def read(file: str) -> Iterator[CorpusLine]:
+        if not is_archive(file):
+            return read_corpus(file)
+        if records is not None:
+            records.append([])
+        return read_archive(file, counts, None if records is None else records[-1])
+
+    source = chain.from_iterable(read(file) for file in files)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
     after = "" if dry_run else "; the lines before it were imported"
     pending: deque[Pending] = deque()

@@ -148,12 +148,14 @@ class Fates:
     superseded takes the page that superseded it as its survivor, and so do its copies."""
 
     def __init__(self) -> None:
+        self.urls: list[str] = []  # of the pages added, in order
         self._stored: dict[str, _Stored] = {}
         self._copies: dict[int, tuple[_Stored, int, bool]] = {}
 
     def add(self, position: int, row: dict[str, Any]) -> None:
         """The row of the page at `position` (counted from 0 over all the run's pages)."""
         url, outcome = row["url"], row["outcome"]
+        self.urls.append(url)
         evidence = (row.get("distance") or 0, bool(row.get("exact")))
         if outcome == "dropped":
             self._copies[position] = (self._node(row["duplicate_of"]), *evidence)

@@ -176,10 +176,13 @@ def _record(record: Any, offset: int, reason: str | None) -> Record:
     )
 
 
-def read_archive(file: str, counts: Counter[str]) -> Iterator[CorpusLine]:
+def read_archive(file: str, counts: Counter[str], records: list[Record] | None = None) -> Iterator[CorpusLine]:
     """The pages of an archive as corpus lines, in archive order; every other record is
-    counted in `counts` under "record: <why it is not a page>"."""
+    counted in `counts` under "record: <why it is not a page>". Every record read is added
+    to `records` when given (what `filter` writes from)."""
     for record, job in scan(file, pages=True):
+        if records is not None:
+            records.append(record)
         if record.why_not_page is not None:
             counts[f"record: {record.why_not_page}"] += 1
             continue
