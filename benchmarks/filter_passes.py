@@ -1,7 +1,7 @@
 """What `filter` pays for deciding every page before it writes: on a generated archive, `import`
-(one pass, deciding) beside `filter` (a metadata scan, the same decisions, then a second pass that
-reads the archive again and writes OUT), without a policy and with `--prefer newest`; wall time
-and the peak RSS of the process tree.
+(one pass, deciding) beside `filter` (the same pass, then a second one that reads the archive
+again and writes OUT), without a policy and with `--prefer newest`; wall time and the peak RSS of
+the process tree.
 
     python -m benchmarks.filter_passes [--size-mb 1000] [--pages 4000] [--workers 2] [--write-docs]
 
@@ -109,8 +109,8 @@ finally:
 
 
 def run(args: list[str]) -> tuple[float, float, list[float], str]:
-    """(seconds, peak RSS of the process tree in MB, filter's phases in seconds: scan, decide,
-    write; the summary line) of one command."""
+    """(seconds, peak RSS of the process tree in MB, filter's phases in seconds: before its
+    first pass, the first pass (deciding), the second (writing); the summary line) of one command."""
     with Timer() as timer:
         process = subprocess.Popen(
             [sys.executable, "-c", TIMED, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -154,7 +154,7 @@ def main() -> None:
             took, peak, phases, summary = run(
                 [verb, "--db", db, "--workers", str(args.workers), *options, str(archive), *out]
             )
-            shown = [f"{x:.2f} s" for x in phases] if phases else ["", f"{took:.2f} s", ""]
+            shown = [f"{x:.2f} s" for x in phases[1:]] if phases else ["", ""]
             rows.append([name, *shown, f"{took:.1f} s", f"{peak:,.0f} MB", summary])
             (folder / "out.warc.gz").unlink(missing_ok=True)
     body = (
@@ -162,10 +162,11 @@ def main() -> None:
         f"A generated archive of {size / 1e6:,.0f} MB (gzip per record): {pages:,} HTML responses (a quarter near "
         f"copies, a tenth captured again) and {blobs:,} binary responses of {BLOB // 1024} kB, each with its request; "
         f"`--workers {args.workers}`, SQLite, a new index each run, the archive in the page cache. `filter` "
-        "scans the records' headers, decides every page as `import` does (one pass reading the pages), then "
-        "reads the archive again record by record to write OUT (the second pass). `import`'s whole run is its "
-        "one pass. Peak RSS is the process tree's (the workers included).\n\n"
-        + table(["command", "scan", "decide", "write (second pass)", "total", "peak RSS", "summary"], rows)
+        "decides every page as `import` does (its first pass, keeping each record's offset), then reads the "
+        "archive again record by record to write OUT (its second pass); `import` is the first pass alone. "
+        "The total includes starting Python and the workers. Peak RSS is the process tree's (the workers "
+        "included). One run each.\n\n"
+        + table(["command", "first pass", "second pass", "total", "peak RSS", "summary"], rows)
         + f"\n\n`{command()}`, {stamp()}; {machine()}\n"
     )
     print(body)
