@@ -50,7 +50,7 @@ from .engine import (
 from .layouts import Layout
 from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup
 from .opening import add_modified, layout_in_url, make_parent_folder, open_tables
-from .schema import tables
+from .schema import SCHEMA_VERSION, tables
 from .statements import (
     MARKS,
     RawConnection,
@@ -66,6 +66,14 @@ from .statements import (
     upsert_documents,
 )
 from .writing import Writer
+
+
+def ages_of(version: str, *, lacks_modified: bool) -> str | None:
+    """What selects a page's words, own date and Last-Modified at this schema version (None:
+    it keeps none of them, before version 5)."""
+    if version != SCHEMA_VERSION:
+        return None
+    return "words, dated, NULL" if lacks_modified else "words, dated, modified"
 
 
 class SqlIndex(Index):
@@ -119,7 +127,8 @@ class SqlIndex(Index):
             if opened.lacks_modified and not access.read_only:
                 with self.transaction() as conn:
                     add_modified(conn)
-            self._without_modified = opened.lacks_modified and access.read_only
+            # the columns of a page's age a read-only opener finds (an older schema lacks them)
+            self._ages = ages_of(opened.version, lacks_modified=opened.lacks_modified and access.read_only)
             self.layout = opened.layout
             if not radius_chosen and self.max_distance > self.layout.max_radius:
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)
@@ -367,11 +376,10 @@ class SqlIndex(Index):
 
     def _with_ages(self, conn: RawConnection | Connection, pages: list[StoredPage]) -> list[StoredPage]:
         """The pages with their words and dates, which a survivor policy compares."""
-        if not pages:
+        if not pages or self._ages is None:
             return pages
-        modified = "NULL" if self._without_modified else "modified"
         condition = one_of(self.dialect, "id", len(pages))
-        statement = f"SELECT id, words, dated, {modified} FROM simhash_documents WHERE {condition}"
+        statement = f"SELECT id, {self._ages} FROM simhash_documents WHERE {condition}"
         ages = {
             row[0]: row[1:]
             for row in fetch(conn, statement, in_parameters(self.dialect, sorted(page.order for page in pages)))
