@@ -60,7 +60,8 @@ class SameUrl:
 
     def __init__(self, prefer: Prefer) -> None:
         self.prefer = prefer
-        self.stored: dict[str, Signature] = {}  # URL -> the Signature of the copy the run stored
+        # URL -> the Signature of the copy the run stored, without its sketch (a run may store millions)
+        self.stored: dict[str, Signature] = {}
 
     def decide(
         self, batch: Sequence[Decision], index: Callable[[Sequence[Decision]], list[Match | None]]
@@ -92,7 +93,7 @@ class SameUrl:
             if reason is None:
                 answers[position] = match
                 continue
-            self.stored[key] = signature
+            self.stored[key] = slim(signature)
             replacing[position] = replace(match, superseded=reason)
             sent.append(position)
         flush()
@@ -102,17 +103,23 @@ class SameUrl:
         """What the index's answer says the run stored."""
         key, signature, _ = page
         if answer is None or answer.superseded is not None:
-            self.stored[key] = signature
+            self.stored[key] = slim(signature)
         if answer is not None and answer.superseded is not None:
             self.stored.pop(answer.key, None)
         return answer
 
 
+def slim(signature: Signature) -> Signature:
+    """What SameUrl keeps of a stored copy: what the policies compare, its fingerprint and text hash."""
+    return replace(signature, sketch=None)
+
+
 def copy_match(key: str, signature: Signature, own: Signature) -> Match:
-    """A page as a copy of the stored copy of its own URL, with the evidence between them."""
+    """A page as a copy of the stored copy of its own URL, with the evidence between them (no
+    similarity: the copy's sketch is not kept, and the URL, not the text, makes it a copy)."""
     bits = 0 if signature.simhash is None or own.simhash is None else hamming(signature.simhash, own.simhash)
     exact = signature.text_hash is not None and signature.text_hash == own.text_hash
-    return Match(key, own.simhash, bits, exact=exact, similarity=None if exact else rule.similarity(signature, own))
+    return Match(key, own.simhash, bits, exact=exact)
 
 
 @dataclass
