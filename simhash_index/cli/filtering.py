@@ -63,8 +63,9 @@ def filter_(
     """Copy WARC or ARC archives, as one, without their duplicate pages.
 
     The archives' HTML responses are checked as `import` checks them, against
-    the database and the pages kept before them, and added to it; with --prefer a
-    page read later can supersede one kept before. Every page is decided before
+    the database and the pages kept before them, and added to it; a URL met again
+    is another copy of the same page, and --prefer chooses which copy survives (a
+    page read later can supersede one kept before). Every page is decided before
     OUT is written, so OUT holds every record of the ARCHIVEs, in order, byte for
     byte, except the responses that did not survive and their request and metadata
     records (linked by WARC-Concurrent-To or WARC-Refers-To, or, unlinked, with the
