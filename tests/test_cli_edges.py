@@ -155,10 +155,10 @@ def test_import_dry_run_lists_each_page(tmp_path: Path, sqlite_url: str) -> None
     result = CliRunner().invoke(cli, ["import", "--db", sqlite_url, str(corpus), "--dry-run", "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
-        "url,outcome,duplicate_of,distance,exact,similarity",
-        "https://example.com/1,kept,,,,",
-        "https://example.com/2,dropped,https://example.com/1,0,true,",
-        "https://example.com/3,skipped,,,,",
+        "url,outcome,duplicate_of,distance,exact,similarity,supersedes",
+        "https://example.com/1,kept,,,,,",
+        "https://example.com/2,dropped,https://example.com/1,0,true,,",
+        "https://example.com/3,skipped,,,,,",
     ]
     assert result.stderr == "dry run, nothing written: kept 1, dropped 1, skipped 1 (no text)\n"
     refused = CliRunner().invoke(cli, ["import", "--db", sqlite_url, str(corpus), "--format", "csv"])

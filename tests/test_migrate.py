@@ -214,6 +214,8 @@ def test_a_version_5_index_without_last_modified_gains_it_when_opened_to_write(r
         conn.exec_driver_sql("ALTER TABLE simhash_documents DROP COLUMN modified")
     with SimhashIndex(url, create=False, read_only=True) as index:
         assert index.get("old") == Match("old", NEAR, 0, exact=True)
+        (page,) = index.neighbourhood("old", Signature(NEAR, 1))  # what a dry run copies: its date, no Last-Modified
+        assert (page.signature.dated, page.signature.modified) == (dated, None)
     assert "modified" not in documents_columns(engine)
     with SimhashIndex(url, create=False, prefer="newest") as index:
         # the same date; "old"'s Last-Modified is not known: the page checked later is kept
@@ -241,6 +243,7 @@ def test_version_4_is_read_as_it_is_and_gains_words_and_dates_when_opened_to_wri
         conn.exec_driver_sql("UPDATE simhash_meta SET value = '4' WHERE name = 'schema_version'")
     with SimhashIndex(url, create=False, read_only=True) as index:
         assert [(d.key, d.superseded) for d in index.duplicates()] == [("dropped", None)]
+        assert [p.signature.words for p in index.neighbourhood("old", Signature(NEAR, 1))] == [None]  # not kept
     with SimhashIndex(url, prefer="longest") as index:
         longer = index.check_and_add("longer", Signature(NEAR ^ 0b1, 2, words=500))
         assert longer is not None and longer.key == "old" and longer.superseded is None  # "old": words not known

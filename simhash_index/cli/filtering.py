@@ -1,8 +1,9 @@
-"""`simhash-index filter IN OUT`: an archive without its duplicate pages.
+"""`simhash-index filter IN... OUT`: archives, as one, without their duplicate pages.
 
 The pages are decided as `import` decides them (into --db, so several archives can be
-deduplicated against each other); OUT is IN with the dropped responses left out, and with
-them the request and metadata records that belong to them. Every other record is copied
+deduplicated against each other), all of them before OUT is written (a second pass over
+IN); OUT is IN without the responses that did not survive, and without the request and
+metadata records that belong to them. Every other record is copied
 byte for byte, gzip members included. With --keep-revisits a dropped response becomes a
 `revisit` record naming the page kept, and its companions stay.
 """
@@ -13,7 +14,7 @@ import io
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -21,10 +22,12 @@ from typing import IO, Any
 import click
 
 from ..fingerprinting.pages import PageSetup
+from ..index.prefer import Prefer
 from .group import db_option, max_distance_option, open_index, word_weights_option
-from .importing import _import_pages, open_existing
+from .importing import _import_pages, open_existing, prefer_option
 from .inputs import fingerprinter_for
-from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format, scan
+from .survivors import Fates, page_setup
+from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format
 
 REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
 COMPANION_KINDS = ("request", "metadata")
@@ -32,8 +35,9 @@ COMPANION_KINDS = ("request", "metadata")
 
 @click.command("filter")
 @db_option
-@click.argument("archive", type=click.Path(exists=True, dir_okay=False))
+@click.argument("archives", metavar="ARCHIVE...", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False, writable=True))
+@prefer_option
 @click.option(
     "--keep-revisits",
     is_flag=True,
@@ -48,75 +52,120 @@ COMPANION_KINDS = ("request", "metadata")
 @word_weights_option
 def filter_(
     db: str,
-    archive: str,
+    archives: tuple[str, ...],
     out: str,
+    prefer: Prefer,
     keep_revisits: bool,
     max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
 ) -> None:
-    """Copy a WARC or ARC archive without its duplicate pages.
+    """Copy WARC or ARC archives, as one, without their duplicate pages.
 
-    The archive's HTML responses are checked as `import` checks them, against
-    the database and the pages kept before them, and added to it. OUT holds every
-    record of ARCHIVE, byte for byte, except the responses dropped as duplicates
-    and their request and metadata records (linked by WARC-Concurrent-To or
-    WARC-Refers-To, or, unlinked, with the same WARC-Target-URI). Prints the
-    records and bytes read and written.
+    The archives' HTML responses are checked as `import` checks them, against
+    the database and the pages kept before them, and added to it; a URL met again
+    is another copy of the same page, and --prefer chooses which copy survives (a
+    page read later can supersede one kept before). Every page is decided before
+    OUT is written, so OUT holds every record of the ARCHIVEs, in order, byte for
+    byte, except the responses that did not survive and their request and metadata
+    records (linked by WARC-Concurrent-To or WARC-Refers-To, or, unlinked, with the
+    same WARC-Target-URI). Prints the records and bytes read and written.
     """
-    found = archive_format(archive)
-    if found is None:
-        raise click.BadParameter("not a WARC or ARC archive", param_hint="ARCHIVE")
-    kind, gzipped = found
+    kind, gzipped = same_format(archives)
     if keep_revisits and kind != "warc":
         raise click.UsageError("--keep-revisits writes WARC records, which an ARC archive cannot hold")
-    if os.path.exists(out) and os.path.samefile(archive, out):
-        raise click.BadParameter("is the archive read: write to another file", param_hint="OUT")
-    records = [record for record, _ in scan(archive, pages=False)]
-    dropped = _dropped_pages(db, archive, records, max_distance, workers, word_weights)
-    left_out = set() if keep_revisits else companions(records, dropped)
-    kept_pages = {r.target: r for r in records if r.why_not_page is None and r.offset not in dropped}
+    if os.path.exists(out) and any(os.path.samefile(archive, out) for archive in archives):
+        raise click.BadParameter("is an archive read: write to another file", param_hint="OUT")
+    before = [_stat(archive) for archive in archives]
+    scanned: list[list[Record]] = []
+    copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer)
+    if [_stat(archive) for archive in archives] != before:
+        raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
     written: Counter[str] = Counter()
-    with open(archive, "rb") as source, replacing(out) as target:
-        for record in records:
-            if record.offset in left_out:
-                continue
-            raw = _raw(source, record, gzipped)
-            if record.offset in dropped:
-                if not keep_revisits:
-                    continue
-                row = dropped[record.offset]
-                raw = revisit(raw, row, kept_pages.get(row["duplicate_of"]), gzipped)
-                written["revisits"] += 1
-            target.write(raw)
-            written["records"] += 1
-            written["bytes"] += len(raw)
+    with replacing(out) as target:
+        for number, (archive, records) in enumerate(zip(archives, scanned)):
+            dropped = copies.get(number, {})
+            left_out = set() if keep_revisits else companions(records, dropped)
+            with open(archive, "rb") as source:
+                for record in records:
+                    if record.offset in left_out:
+                        continue
+                    raw = _raw(source, record, gzipped)
+                    if record.offset in dropped:
+                        if not keep_revisits:
+                            continue
+                        row, kept = dropped[record.offset]
+                        raw = revisit(raw, row, kept, gzipped)
+                        written["revisits"] += 1
+                    target.write(raw)
+                    written["records"] += 1
+                    written["bytes"] += len(raw)
     revisits = f" ({written['revisits']} revisits)" if keep_revisits else ""
+    read = sum(len(records) for records in scanned)
+    size = sum(os.path.getsize(archive) for archive in archives)
     click.echo(
-        f"read {len(records)} records ({os.path.getsize(archive)} bytes), {len(dropped)} duplicate pages; "
+        f"read {read} records ({size} bytes), {sum(map(len, copies.values()))} duplicate pages; "
         f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)"
     )
 
 
-def _dropped_pages(
+def _copies(
     db: str,
-    archive: str,
-    records: list[Record],
+    archives: Sequence[str],
+    scanned: list[list[Record]],
     max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
-) -> dict[int, dict[str, Any]]:
-    """The import's decision on each page the archive holds: {offset: row} of the pages dropped."""
+    prefer: Prefer,
+) -> dict[int, dict[int, tuple[dict[str, Any], Record | None]]]:
+    """The first pass: the import's decision on every page of the archives, followed to the
+    end (survivors.Fates); each archive's records are added to `scanned`. Returns
+    {archive's number: {offset: (evidence, the surviving page's record)}} of the pages that
+    did not survive; the survivor's record is None when it is not in OUT."""
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if source is not None:
         source.close()
-    index = open_index(db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme)
-    rows = list(_import_pages(index, PageSetup(fingerprinter), archive, workers, Counter(), False, False))
-    pages = [r for r in records if r.why_not_page is None]
-    if [row["url"] for row in rows] != [page.target for page in pages]:
-        raise click.ClickException(f"{archive} read differently twice: is it being written to?")
-    return {page.offset: row for page, row in zip(pages, rows) if row["outcome"] == "dropped"}
+    index = open_index(
+        db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme, prefer=prefer
+    )
+    setup = page_setup(PageSetup(fingerprinter), prefer)
+    fates = Fates()
+    rows = _import_pages(index, setup, archives, workers, Counter(), False, False, prefer, scanned)
+    for position, row in enumerate(rows):
+        fates.add(position, row)
+    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None]
+    if [row.target for _, row in pages] != fates.urls:
+        raise click.ClickException("the pages decided are not the archives' pages: report this as a bug")
+    found: dict[int, dict[int, tuple[dict[str, Any], Record | None]]] = {}
+    for at, copy in fates.copies().items():
+        number, record = pages[at]
+        row = {"duplicate_of": copy.duplicate_of, "distance": copy.distance, "exact": copy.exact}
+        found.setdefault(number, {})[record.offset] = (row, None if copy.survivor is None else pages[copy.survivor][1])
+    return found
+
+
+def _stat(path: str) -> tuple[int, int]:
+    found = os.stat(path)
+    return found.st_size, found.st_mtime_ns
+
+
+def same_format(archives: Sequence[str]) -> tuple[str, bool]:
+    """The kind ("warc" or "arc") and compression the archives share: OUT is written as they are."""
+    formats = []
+    for archive in archives:
+        found = archive_format(archive)
+        if found is None:
+            raise click.BadParameter(f"{archive} is not a WARC or ARC archive", param_hint="ARCHIVE")
+        formats.append(found)
+    if len(set(formats)) > 1:
+        shown = ", ".join(f"{a}: {k}{' gzipped' if z else ''}" for a, (k, z) in zip(archives, formats))
+        raise click.BadParameter(
+            f"the archives differ ({shown}): give archives of one kind, all gzipped record by record or none "
+            "(warcio recompress IN OUT)",
+            param_hint="ARCHIVE",
+        )
+    return formats[0]
 
 
 def companions(records: Iterable[Record], dropped: dict[int, Any]) -> set[int]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from itertools import chain
 from typing import Any
 
 import click
@@ -16,6 +17,7 @@ from ..errors import IndexNotFoundError
 from ..fingerprinting.pages import PageJob, PageSetup
 from ..index.base import Index
 from ..index.dry_run import DryRunIndex
+from ..index.prefer import NAMED, Prefer
 from ..index.records import Match, check_key
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
 from ..workers import default_size
@@ -29,18 +31,23 @@ from .group import (
     output_format,
     word_weights_option,
 )
-from .inputs import fingerprinter_for, read_corpus
-from .warc import is_archive, not_pages, read_archive
+from .inputs import CorpusLine, fingerprinter_for, read_corpus
+from .survivors import PREFER_HELP, RunDeduplicator, page_setup, with_evidence
+from .warc import Record, is_archive, not_pages, read_archive
 
 # Pages come back from the workers a chunk at a time: waiting this long for a full batch
 # makes fewer transactions, which a database server would otherwise spend the cores on.
 FILL_BATCHES_S = 0.2
 
 
+prefer_option = click.option("--prefer", type=click.Choice(NAMED), default="first", show_default=True, help=PREFER_HELP)
+
+
 @click.command("import")
 @db_option
-@click.argument("file", type=FILE_OR_STDIN)
+@click.argument("files", metavar="FILE...", nargs=-1, required=True, type=FILE_OR_STDIN)
 @click.option("--dry-run", is_flag=True, help="List what would be kept and dropped; write nothing.")
+@prefer_option
 @click.option(
     "--keep-texts", is_flag=True, help="Keep each page's text, compressed, for explain and report diffs (?texts=1)."
 )
@@ -65,8 +72,9 @@ FILL_BATCHES_S = 0.2
 @click.option("--strict", is_flag=True, help="Stop at the first bad line (by default it is reported and skipped).")
 def import_(
     db: str,
-    file: str,
+    files: tuple[str, ...],
     dry_run: bool,
+    prefer: Prefer,
     keep_texts: bool,
     fmt: str | None,
     max_distance: int | None,
@@ -76,13 +84,15 @@ def import_(
     word_weights: str | None,
     strict: bool,
 ) -> None:
-    """Deduplicate a JSON lines corpus, or a WARC or ARC archive, into the database.
+    """Deduplicate JSON lines corpora, or WARC or ARC archives, into the database.
 
     Each line is an object with "url" and "text" or "html" (whose main text is
     extracted). An archive's pages are its HTML responses with a 2xx status, keyed
     by WARC-Target-URI; its other records are counted and skipped (needs the
-    [warc] extra). Pages are checked in file order against the database and the
-    pages kept before them. --dry-run reads the database but writes nothing, and
+    [warc] extra). Pages are checked in file order (the files one after another)
+    against the database and the pages kept before them; a URL met again in the run is
+    another copy of the same page. --prefer chooses which copy survives; a preferred
+    page supersedes the stored copy. --dry-run reads the database but writes nothing, and
     lists each page (--format) with what the import would do; the counts go to stderr.
     A bad line is reported with its number and skipped, and the import exits 1
     at the end (--strict stops at the first).
@@ -93,7 +103,7 @@ def import_(
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
         target: Index = click.get_current_context().with_resource(
-            DryRunIndex(source, scheme=fingerprinter.scheme, max_distance=max_distance)
+            DryRunIndex(source, scheme=fingerprinter.scheme, max_distance=max_distance, prefer=prefer)
         )
     else:
         if source is not None:
@@ -107,9 +117,11 @@ def import_(
             block_assignment=block_assignment,
             scheme=fingerprinter.scheme,
             keep_texts=keep_texts,
+            prefer=prefer,
         )
     counts: Counter[str] = Counter()
-    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run, strict)
+    setup = page_setup(PageSetup(fingerprinter), prefer)
+    decided = _import_pages(target, setup, files, workers, counts, dry_run, strict, prefer)
     if dry_run:
         listings.write_dry_run(decided, output_format(fmt), sys.stdout)
     else:
@@ -118,6 +130,8 @@ def import_(
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
     bad = f", {counts['bad']} bad lines skipped" if counts["bad"] else ""
     summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}{bad}"
+    if counts["superseded"]:
+        summary += f"; {counts['superseded']} kept pages superseded a stored copy (--prefer {prefer})"
     if not_pages(counts):
         summary += f"; records not pages: {not_pages(counts)}"
     click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
@@ -126,24 +140,36 @@ def import_(
 
 
 def _import_pages(
-    target: Index, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool, strict: bool
+    target: Index,
+    setup: PageSetup,
+    files: Sequence[str],
+    workers: int | None,
+    counts: Counter[str],
+    dry_run: bool,
+    strict: bool,
+    prefer: Prefer = "first",
+    records: list[list[Record]] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each page of the corpus checked against the target, in file order: a row saying what
-    became of it (kept, dropped, skipped: no text, refused: unusable URL), counted. A bad
-    line is reported and counted (no row), or with `strict` stops the import.
+    """Each page of the files checked against the target, in file order: a row saying what
+    became of it (kept, with "supersedes" when it took a stored copy's place; dropped;
+    skipped: no text; refused: unusable URL), counted. A bad line is reported and counted
+    (no row), or with `strict` stops the import.
 
     Pages are analysed in worker processes and decided in batches (the dedup core), in file
-    order: a page can be a duplicate of any page before it. A dry run's target writes nothing."""
-    core = Deduplicator(
+    order: a page can be a duplicate of any page before it; a URL met again in the run is a
+    copy of the same page (survivors.SameUrl). A dry run's target writes nothing. With
+    `records`, each archive's records are added to it, a list an archive."""
+    core = RunDeduplicator(
         lambda: target,
         setup,
         workers=default_size() if workers is None else workers,
         batch_size=defaults.BATCH_SIZE,
         linger=FILL_BATCHES_S,
+        prefer=prefer,
     )
     core.open().result()
     try:
-        yield from _decided(core, dry_run, file, counts, strict)
+        yield from _decided(core, dry_run, files, counts, strict, records)
     finally:
         core.close().result()
 
@@ -152,9 +178,21 @@ Pending = tuple[str, "Future[Match | None] | str"]  # (url, its decision, or the
 
 
 def _decided(
-    core: Deduplicator, dry_run: bool, file: str, counts: Counter[str], strict: bool
+    core: Deduplicator,
+    dry_run: bool,
+    files: Sequence[str],
+    counts: Counter[str],
+    strict: bool,
+    records: list[list[Record]] | None,
 ) -> Iterator[dict[str, Any]]:
-    source = read_archive(file, counts) if is_archive(file) else read_corpus(file)
+    def read(file: str) -> Iterator[CorpusLine]:
+        if not is_archive(file):
+            return read_corpus(file)
+        if records is not None:
+            records.append([])
+        return read_archive(file, counts, None if records is None else records[-1])
+
+    source = chain.from_iterable(read(file) for file in files)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
     after = "" if dry_run else "; the lines before it were imported"
     pending: deque[Pending] = deque()
@@ -177,7 +215,7 @@ def _decided(
         if page.signature is None:
             pending.append((line.url, "skipped"))
         else:
-            pending.append((line.url, core.decide(line.url, page.signature, page.text)))
+            pending.append((line.url, core.decide(line.url, with_evidence(page.signature, line), page.text)))
         yield from _settled(pending, counts, 4 * core.batch_size)
     yield from _settled(pending, counts, 0)
 
@@ -192,6 +230,11 @@ def _settled(pending: deque[Pending], counts: Counter[str], keep: int) -> Iterat
             yield {"url": url, "outcome": decision}
             continue
         match = decision.result()
+        if match is not None and match.superseded is not None:
+            counts["kept"] += 1
+            counts["superseded"] += 1
+            yield listings.superseding_row(url, match)
+            continue
         counts["dropped" if match is not None else "kept"] += 1
         yield {"url": url, "outcome": "kept"} if match is None else listings.dropped_row(url, match)
 

@@ -18,6 +18,7 @@ import click
 
 from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, NoFeaturesError
 from ..fingerprinting.pages import PageJob
+from ..text.dates import http_date
 from ..text.extract import decode, extract_text, looks_binary
 from . import formats
 
@@ -129,6 +130,7 @@ class CorpusLine:
     url: str = ""
     job: PageJob | None = None  # None: neither a text nor an HTML to read
     error: str | None = None
+    modified: datetime | None = None  # its Last-Modified, or an archive's capture date: for --prefer newest
 
 
 def read_corpus(file: str) -> Iterator[CorpusLine]:
@@ -157,6 +159,7 @@ def corpus_line(line: bytes, where: str) -> CorpusLine:
     text, html = page.get("text"), page.get("html")
     if not isinstance(text, str) and not isinstance(html, str):
         return CorpusLine(where, error='needs a "text" or "html" string')
+    modified = http_date(page.get("last_modified"))  # as the pipeline reads an item's
     if isinstance(text, str) and text.strip():
-        return CorpusLine(where, page["url"], PageJob(text, is_html=False))
-    return CorpusLine(where, page["url"], PageJob(html) if isinstance(html, str) else None)
+        return CorpusLine(where, page["url"], PageJob(text, is_html=False), modified=modified)
+    return CorpusLine(where, page["url"], PageJob(html) if isinstance(html, str) else None, modified=modified)

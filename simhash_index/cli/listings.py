@@ -62,7 +62,7 @@ def bits_alike(distance: int, bits: int = 64) -> float:
     return round(1 - distance / bits, 3)
 
 
-DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity")
+DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity", "supersedes")
 
 
 def dropped_row(url: str, match: Match) -> dict[str, Any]:
@@ -78,8 +78,14 @@ def dropped_row(url: str, match: Match) -> dict[str, Any]:
     }
 
 
+def superseding_row(url: str, match: Match) -> dict[str, Any]:
+    """A page an import keeps in place of the stored copy it duplicates (--prefer), and the evidence."""
+    return {**dropped_row(url, match), "outcome": "kept", "duplicate_of": None, "supersedes": match.key}
+
+
 def write_dry_run(rows: Iterable[Row], fmt: str, out: TextIO) -> None:
-    """What an import would do, a row per page: kept, dropped (of what, how near), skipped, refused."""
+    """What an import would do, a row per page: kept (and the stored copy it supersedes), dropped
+    (of what, how near), skipped, refused."""
     write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 

@@ -14,12 +14,14 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import IO, Any
 
 import click
 
 from ..errors import install_extra
 from ..fingerprinting.pages import PageJob
+from ..text.dates import http_date
 from ..text.extract import decode
 from .inputs import CorpusLine, looks_like_html, progress
 
@@ -41,6 +43,7 @@ class Record:
     date: str | None
     links: tuple[str, ...]  # record ids in WARC-Concurrent-To and WARC-Refers-To
     why_not_page: str | None  # None: an HTML response, a page
+    last_modified: str | None = None  # the HTTP Last-Modified header
 
 
 def archive_format(file: str) -> tuple[str, bool] | None:
@@ -169,17 +172,41 @@ def _record(record: Any, offset: int, reason: str | None) -> Record:
         date=headers.get_header("WARC-Date"),
         links=tuple(links),
         why_not_page=reason,
+        last_modified=record.http_headers.get_header("Last-Modified") if record.http_headers else None,
     )
 
 
-def read_archive(file: str, counts: Counter[str]) -> Iterator[CorpusLine]:
+def read_archive(file: str, counts: Counter[str], records: list[Record] | None = None) -> Iterator[CorpusLine]:
     """The pages of an archive as corpus lines, in archive order; every other record is
-    counted in `counts` under "record: <why it is not a page>"."""
+    counted in `counts` under "record: <why it is not a page>". Every record read is added
+    to `records` when given (what `filter` writes from)."""
     for record, job in scan(file, pages=True):
+        if records is not None:
+            records.append(record)
         if record.why_not_page is not None:
             counts[f"record: {record.why_not_page}"] += 1
             continue
-        yield CorpusLine(f"{file} record at byte {record.offset}", record.target or "", job)
+        yield CorpusLine(f"{file} record at byte {record.offset}", record.target or "", job, modified=captured(record))
+
+
+def captured(record: Record) -> datetime | None:
+    """When the capture was made, as the "newest" survivor policy takes it after the page's own
+    date: its WARC-Date, else its HTTP Last-Modified (None when neither can be read)."""
+    return warc_date(record.date) or http_date(record.last_modified)
+
+
+def warc_date(value: str | None) -> datetime | None:
+    """A WARC-Date (ISO 8601, UTC) as an aware datetime; None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.strip()
+    if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 def not_pages(counts: Counter[str]) -> str:

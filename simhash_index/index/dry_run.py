@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from .base import Index, Page
 from .memory import MemoryIndex
+from .prefer import Prefer
 from .records import Match, Policy
 
 
 class DryRunIndex(MemoryIndex):
     """Decides as `source` would (or, when there is none, a new index searching `max_distance`),
-    writing nothing to it.
+    writing nothing to it; `prefer`: the survivor policy the real run would open it with (a
+    preferred page supersedes as it would there).
 
     Decides in memory. Before each check it copies in, read-only, every page of `source` the
     checked one could see (its key, its text, its near pages: Index.neighbourhood), so the
@@ -19,8 +22,11 @@ class DryRunIndex(MemoryIndex):
     `source` open.
     """
 
-    def __init__(self, source: Index | None, *, scheme: str, max_distance: int | None = None) -> None:
-        super().__init__(policy=source.policy if source is not None else Policy.of(max_distance), scheme=scheme)
+    def __init__(
+        self, source: Index | None, *, scheme: str, max_distance: int | None = None, prefer: Prefer = "first"
+    ) -> None:
+        policy = source.policy if source is not None else Policy.of(max_distance)
+        super().__init__(policy=replace(policy, prefer=prefer), scheme=scheme)
         self._source = source
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:

@@ -50,7 +50,7 @@ from .engine import (
 from .layouts import Layout
 from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup
 from .opening import add_modified, layout_in_url, make_parent_folder, open_tables
-from .schema import tables
+from .schema import SCHEMA_VERSION, tables
 from .statements import (
     MARKS,
     RawConnection,
@@ -59,11 +59,21 @@ from .statements import (
     execute_many,
     fetch,
     in_parameters,
+    one_of,
     pages_where,
+    read_time,
     row_page,
     upsert_documents,
 )
 from .writing import Writer
+
+
+def ages_of(version: str, *, lacks_modified: bool) -> str | None:
+    """What selects a page's words, own date and Last-Modified at this schema version (None:
+    it keeps none of them, before version 5)."""
+    if version != SCHEMA_VERSION:
+        return None
+    return "words, dated, NULL" if lacks_modified else "words, dated, modified"
 
 
 class SqlIndex(Index):
@@ -117,6 +127,8 @@ class SqlIndex(Index):
             if opened.lacks_modified and not access.read_only:
                 with self.transaction() as conn:
                     add_modified(conn)
+            # the columns of a page's age a read-only opener finds (an older schema lacks them)
+            self._ages = ages_of(opened.version, lacks_modified=opened.lacks_modified and access.read_only)
             self.layout = opened.layout
             if not radius_chosen and self.max_distance > self.layout.max_radius:
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)
@@ -359,7 +371,30 @@ class SqlIndex(Index):
             fingerprint = signature.near_simhash
             if fingerprint is not None:
                 found.update((page.key, page) for page in self._near(conn, fingerprint))
-        return sorted(found.values(), key=lambda page: page.order)
+            pages = self._with_ages(conn, list(found.values()))
+        return sorted(pages, key=lambda page: page.order)
+
+    def _with_ages(self, conn: RawConnection | Connection, pages: list[StoredPage]) -> list[StoredPage]:
+        """The pages with their words and dates, which a survivor policy compares."""
+        if not pages or self._ages is None:
+            return pages
+        condition = one_of(self.dialect, "id", len(pages))
+        statement = f"SELECT id, {self._ages} FROM simhash_documents WHERE {condition}"
+        ages = {
+            row[0]: row[1:]
+            for row in fetch(conn, statement, in_parameters(self.dialect, sorted(page.order for page in pages)))
+        }
+        completed = []
+        for page in pages:
+            words, dated, changed = ages.get(page.order, (None, None, None))
+            signature = replace(
+                page.signature,
+                words=words,
+                dated=read_time(self.dialect, dated),
+                modified=read_time(self.dialect, changed),
+            )
+            completed.append(replace(page, signature=signature))
+        return completed
 
     def close(self) -> None:
         self._engine.dispose()
