@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+from sites import english_article, page
 from test_cli import ok
 
 from simhash_index import SimhashIndex
@@ -43,3 +44,18 @@ def test_a_text_node_over_ten_megabytes_is_read_and_its_copy_dropped(tmp_path: P
         [duplicate] = index.duplicates()
     assert (duplicate.key, duplicate.exact) == ("https://b.example/copy", True)
 
+
+def test_a_url_twice_is_counted_once(tmp_path: Path) -> None:
+    story, other = page("Story", english_article(1)), page("Other", english_article(2))
+    copy = page("Story", english_article(1), nav=2)
+    corpus = write_corpus(
+        tmp_path / "twice.jsonl",
+        [("https://a.example/1", story), ("https://a.example/1", story), ("https://b.example/2", other)]
+        + [("https://c.example/copy", copy)] * 2,
+    )
+    db = f"sqlite:///{tmp_path / 'twice.db'}"
+    summary = ok("import", "--db", db, "--workers", "0", str(corpus))
+    with SimhashIndex(db) as index:
+        stored, dropped = len(index), len(index.duplicates())
+    assert (stored, dropped) == (2, 1)
+    assert summary == "kept 2, dropped 1, skipped 0 (no text), 2 repeated URLs (counted once)\n"

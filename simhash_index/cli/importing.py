@@ -116,8 +116,12 @@ def import_(
         for _ in decided:
             pass
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
+    repeated = f", {counts['repeated']} repeated URLs (counted once)" if counts["repeated"] else ""
     bad = f", {counts['bad']} bad lines skipped" if counts["bad"] else ""
-    summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}{bad}"
+    summary = (
+        f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text)"
+        f"{repeated}{refused}{bad}"
+    )
     if not_pages(counts):
         summary += f"; records not pages: {not_pages(counts)}"
     click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
@@ -158,10 +162,11 @@ def _decided(
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
     after = "" if dry_run else "; the lines before it were imported"
     pending: deque[Pending] = deque()
+    counted: set[tuple[str, int]] = set()
     for line, page in core.analyse_many(lines):
         if line.error is not None:
             if strict:
-                yield from _settled(pending, counts, 0)
+                yield from _settled(pending, counts, counted, 0)
                 raise click.ClickException(f"{line.where}: {line.error}{after}")
             click.echo(f"Error: {line.where}: {line.error}; skipped", err=True)
             counts["bad"] += 1
@@ -178,13 +183,18 @@ def _decided(
             pending.append((line.url, "skipped"))
         else:
             pending.append((line.url, core.decide(line.url, page.signature, page.text)))
-        yield from _settled(pending, counts, 4 * core.batch_size)
-    yield from _settled(pending, counts, 0)
+        yield from _settled(pending, counts, counted, 4 * core.batch_size)
+    yield from _settled(pending, counts, counted, 0)
 
 
-def _settled(pending: deque[Pending], counts: Counter[str], keep: int) -> Iterator[dict[str, Any]]:
+def _settled(
+    pending: deque[Pending], counts: Counter[str], counted: set[tuple[str, int]], keep: int
+) -> Iterator[dict[str, Any]]:
     """The rows of the pages at the head of `pending` that are decided, in order; waits for
-    decisions until at most `keep` pages are pending (the writer's next batches)."""
+    decisions until at most `keep` pages are pending (the writer's next batches).
+
+    A URL kept (or dropped) again is counted once, as the index holds it once: its later
+    outcomes count as "repeated" (`counted` holds the (outcome, URL hash) pairs seen)."""
     while pending and (len(pending) > keep or isinstance(pending[0][1], str) or pending[0][1].done()):
         url, decision = pending.popleft()
         if isinstance(decision, str):
@@ -192,7 +202,10 @@ def _settled(pending: deque[Pending], counts: Counter[str], keep: int) -> Iterat
             yield {"url": url, "outcome": decision}
             continue
         match = decision.result()
-        counts["dropped" if match is not None else "kept"] += 1
+        outcome = "dropped" if match is not None else "kept"
+        seen = (outcome, hash(url))
+        counts["repeated" if seen in counted else outcome] += 1
+        counted.add(seen)
         yield {"url": url, "outcome": "kept"} if match is None else listings.dropped_row(url, match)
 
 
