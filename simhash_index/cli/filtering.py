@@ -21,10 +21,11 @@ from typing import IO, Any
 import click
 
 from ..fingerprinting.pages import PageSetup
-from .group import db_option, max_distance_option, open_index, word_weights_option
+from .framing import WHOLE_GZIP, BrokenArchive
+from .group import allow_truncated_option, db_option, max_distance_option, open_index, word_weights_option
 from .importing import _import_pages, open_existing
 from .inputs import fingerprinter_for
-from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format, scan
+from .warc import CUT, GZIP_MAGIC, Record, archive_format, scan
 
 REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
 COMPANION_KINDS = ("request", "metadata")
@@ -46,6 +47,7 @@ COMPANION_KINDS = ("request", "metadata")
     help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none].",
 )
 @word_weights_option
+@allow_truncated_option
 def filter_(
     db: str,
     archive: str,
@@ -54,6 +56,7 @@ def filter_(
     max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
+    allow_truncated: bool,
 ) -> None:
     """Copy a WARC or ARC archive without its duplicate pages.
 
@@ -62,7 +65,10 @@ def filter_(
     record of ARCHIVE, byte for byte, except the responses dropped as duplicates
     and their request and metadata records (linked by WARC-Concurrent-To or
     WARC-Refers-To, or, unlinked, with the same WARC-Target-URI). Prints the
-    records and bytes read and written.
+    records and bytes read and written. A record whose Content-Length does not
+    match it is reported, copied, and the filter exits 1 at the end. An archive
+    cut short is an error before anything is decided or written (--allow-truncated:
+    OUT holds the records before the cut, with a warning).
     """
     found = archive_format(archive)
     if found is None:
@@ -72,8 +78,9 @@ def filter_(
         raise click.UsageError("--keep-revisits writes WARC records, which an ARC archive cannot hold")
     if os.path.exists(out) and os.path.samefile(archive, out):
         raise click.BadParameter("is the archive read: write to another file", param_hint="OUT")
-    records = [record for record, _ in scan(archive, pages=False)]
-    dropped = _dropped_pages(db, archive, records, max_distance, workers, word_weights)
+    records = whole_records(archive, allow_truncated)
+    bad: Counter[str] = Counter()
+    dropped = _dropped_pages(db, archive, records, max_distance, workers, word_weights, bad, allow_truncated)
     left_out = set() if keep_revisits else companions(records, dropped)
     kept_pages = {r.target: r for r in records if r.why_not_page is None and r.offset not in dropped}
     written: Counter[str] = Counter()
@@ -96,6 +103,21 @@ def filter_(
         f"read {len(records)} records ({os.path.getsize(archive)} bytes), {len(dropped)} duplicate pages; "
         f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)"
     )
+    if bad["bad"]:
+        click.get_current_context().exit(1)
+
+
+def whole_records(archive: str, allow_truncated: bool) -> list[Record]:
+    """The archive's records; where it is cut short, an error (nothing decided, nothing
+    written), or with `allow_truncated` the records before the cut."""
+    records: list[Record] = []
+    try:
+        records.extend(record for record, _ in scan(archive, pages=False))
+    except BrokenArchive as exc:
+        if not (exc.cut and allow_truncated):
+            hint = f": {CUT}; nothing written (--allow-truncated filters it to there)" if exc.cut else ""
+            raise click.ClickException(f"{archive} record at byte {exc.offset}: {exc.reason}{hint}") from None
+    return records
 
 
 def _dropped_pages(
@@ -105,14 +127,18 @@ def _dropped_pages(
     max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
+    counts: Counter[str],
+    allow_truncated: bool,
 ) -> dict[int, dict[str, Any]]:
-    """The import's decision on each page the archive holds: {offset: row} of the pages dropped."""
+    """The import's decision on each page the archive holds: {offset: row} of the pages dropped
+    (`counts` as the import counts them)."""
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if source is not None:
         source.close()
     index = open_index(db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme)
-    rows = list(_import_pages(index, PageSetup(fingerprinter), archive, workers, Counter(), False, False))
+    setup = PageSetup(fingerprinter)
+    rows = list(_import_pages(index, setup, archive, workers, counts, False, False, allow_truncated=allow_truncated))
     pages = [r for r in records if r.why_not_page is None]
     if [row["url"] for row in rows] != [page.target for page in pages]:
         raise click.ClickException(f"{archive} read differently twice: is it being written to?")

@@ -22,6 +22,7 @@ from ..workers import default_size
 from . import listings
 from .group import (
     FILE_OR_STDIN,
+    allow_truncated_option,
     db_option,
     format_option,
     max_distance_option,
@@ -63,6 +64,7 @@ FILL_BATCHES_S = 0.2
 )
 @word_weights_option
 @click.option("--strict", is_flag=True, help="Stop at the first bad line (by default it is reported and skipped).")
+@allow_truncated_option
 def import_(
     db: str,
     file: str,
@@ -75,6 +77,7 @@ def import_(
     block_assignment: str | None,
     word_weights: str | None,
     strict: bool,
+    allow_truncated: bool,
 ) -> None:
     """Deduplicate a JSON lines corpus, or a WARC or ARC archive, into the database.
 
@@ -84,8 +87,10 @@ def import_(
     [warc] extra). Pages are checked in file order against the database and the
     pages kept before them. --dry-run reads the database but writes nothing, and
     lists each page (--format) with what the import would do; the counts go to stderr.
-    A bad line is reported with its number and skipped, and the import exits 1
-    at the end (--strict stops at the first).
+    A bad line (an archive's record whose Content-Length does not match it) is
+    reported with its number (offset) and skipped, and the import exits 1 at the
+    end (--strict stops at the first). An archive cut short is an error after
+    the pages before the cut are imported (--allow-truncated: a warning).
     """
     if fmt is not None and not dry_run:
         raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
@@ -109,7 +114,9 @@ def import_(
             keep_texts=keep_texts,
         )
     counts: Counter[str] = Counter()
-    decided = _import_pages(target, PageSetup(fingerprinter), file, workers, counts, dry_run, strict)
+    decided = _import_pages(
+        target, PageSetup(fingerprinter), file, workers, counts, dry_run, strict, allow_truncated=allow_truncated
+    )
     if dry_run:
         listings.write_dry_run(decided, output_format(fmt), sys.stdout)
     else:
@@ -117,7 +124,7 @@ def import_(
             pass
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
     repeated = f", {counts['repeated']} repeated URLs (counted once)" if counts["repeated"] else ""
-    bad = f", {counts['bad']} bad lines skipped" if counts["bad"] else ""
+    bad = f", {counts['bad']} bad {'records' if is_archive(file) else 'lines'} skipped" if counts["bad"] else ""
     summary = (
         f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text)"
         f"{repeated}{refused}{bad}"
@@ -130,7 +137,15 @@ def import_(
 
 
 def _import_pages(
-    target: Index, setup: PageSetup, file: str, workers: int | None, counts: Counter[str], dry_run: bool, strict: bool
+    target: Index,
+    setup: PageSetup,
+    file: str,
+    workers: int | None,
+    counts: Counter[str],
+    dry_run: bool,
+    strict: bool,
+    *,
+    allow_truncated: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Each page of the corpus checked against the target, in file order: a row saying what
     became of it (kept, dropped, skipped: no text, refused: unusable URL), counted. A bad
@@ -147,7 +162,7 @@ def _import_pages(
     )
     core.open().result()
     try:
-        yield from _decided(core, dry_run, file, counts, strict)
+        yield from _decided(core, dry_run, file, counts, strict, allow_truncated)
     finally:
         core.close().result()
 
@@ -156,16 +171,20 @@ Pending = tuple[str, "Future[Match | None] | str"]  # (url, its decision, or the
 
 
 def _decided(
-    core: Deduplicator, dry_run: bool, file: str, counts: Counter[str], strict: bool
+    core: Deduplicator, dry_run: bool, file: str, counts: Counter[str], strict: bool, allow_truncated: bool
 ) -> Iterator[dict[str, Any]]:
-    source = read_archive(file, counts) if is_archive(file) else read_corpus(file)
+    archive = is_archive(file)
+    if archive:
+        source = read_archive(file, counts, max_bytes=core.setup.extract.max_bytes, allow_truncated=allow_truncated)
+    else:
+        source = read_corpus(file)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
-    after = "" if dry_run else "; the lines before it were imported"
+    after = "" if dry_run else f"; the {'pages' if archive else 'lines'} before it were imported"
     pending: deque[Pending] = deque()
     counted: set[tuple[str, int]] = set()
     for line, page in core.analyse_many(lines):
         if line.error is not None:
-            if strict:
+            if strict or line.fatal:
                 yield from _settled(pending, counts, counted, 0)
                 raise click.ClickException(f"{line.where}: {line.error}{after}")
             click.echo(f"Error: {line.where}: {line.error}; skipped", err=True)
@@ -177,9 +196,10 @@ def _decided(
             click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
             pending.append((line.url, "refused"))
             continue
-        if page.failure is not None:
-            click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
-        if page.signature is None:
+        failure = line.warning or page.failure
+        if failure is not None:
+            click.echo(f"Warning: {line.where}: {failure}; skipped", err=True)
+        if page.signature is None or line.warning is not None:
             pending.append((line.url, "skipped"))
         else:
             pending.append((line.url, core.decide(line.url, page.signature, page.text)))
