@@ -19,6 +19,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
+from simhash_index.cli.framing import BrokenArchive
+from simhash_index.cli.warc import scan
 
 PAGES = 6
 
@@ -178,3 +180,22 @@ def test_a_gzip_bomb_is_read_no_further_than_the_page_limit(tmp_path: Path) -> N
         f"Warning: {archive} record at byte {offsets[1]}: "
         "page of more than 20,000,000 bytes is over the 20,000,000 limit; skipped\n"
     )
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_every_cut_is_found_or_falls_between_records(tmp_path: Path, compress: bool) -> None:
+    archive, cut_archive = tmp_path / "in.warc", tmp_path / "cut.warc"
+    offsets = write_pages(archive, compress=compress, pages=3)
+    data = archive.read_bytes()
+    for cut in range(offsets[0] + 40, len(data), 5 if compress else 13):
+        cut_archive.write_bytes(data[:cut])
+        read: list[int] = []
+        try:
+            read.extend(record.offset for record, _ in scan(str(cut_archive), pages=True))
+        except BrokenArchive as exc:
+            assert exc.cut, (cut, exc)
+            assert exc.offset == max(offset for offset in offsets if offset < cut), cut
+            assert read == [offset for offset in offsets if offset < exc.offset], cut
+        else:
+            assert cut in offsets, cut  # read whole: the cut falls between two records
+            assert read == [offset for offset in offsets if offset < cut]

@@ -214,9 +214,18 @@ def _resync(stream: IO[bytes], offset: int, size: int, gzipped: bool, cut: str |
             raise BrokenArchive(offset, "its gzip member ends before its end of stream", cut=True)
         return end
     start = _next_record_start(stream, offset + 1, size)
+    if start == size and cut is None and _headers_cut(stream, offset):
+        cut = "the archive ends inside this record's headers"
     if start == size and cut is not None:
         raise BrokenArchive(offset, cut, cut=True)
     return start
+
+
+def _headers_cut(stream: IO[bytes], offset: int) -> bool:
+    """Whether the file ends before the blank line that ends the headers of the record at `offset`."""
+    stream.seek(offset)
+    head = stream.read(CHUNK)
+    return b"\n\r\n" not in head and b"\n\n" not in head
 
 
 def _member_end(stream: IO[bytes], offset: int) -> int | None:

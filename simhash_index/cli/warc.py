@@ -9,8 +9,8 @@ Every other record is counted by why it is not a page.
 from __future__ import annotations
 
 import codecs
-import gzip
 import os
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,20 +47,24 @@ class Record:
 
 
 def archive_format(file: str) -> tuple[str, bool] | None:
-    """("warc" or "arc", gzipped) for a WARC or ARC archive, else None (stdin is never one)."""
+    """("warc" or "arc", gzipped) for a WARC or ARC archive, else None (stdin is never one).
+    A gzip file cut short before its first record's first line is whole is taken for an
+    archive, so that reading it says where it is cut."""
     if file == "-":
         return None
     with open(file, "rb") as stream:
-        gzipped = stream.read(2) == GZIP_MAGIC
-        stream.seek(0)
+        start = stream.read(4096)
+    gzipped = start.startswith(GZIP_MAGIC)
+    head = start[:16]
+    if gzipped:
         try:
-            head = gzip.GzipFile(fileobj=stream).read(16) if gzipped else stream.read(16)
-        except (OSError, EOFError):
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(start, 16)
+        except zlib.error:
             return None
-    if head.startswith(b"WARC/"):
-        return "warc", gzipped
-    if head.startswith(b"filedesc://"):
-        return "arc", gzipped
+    cut = gzipped and len(head) < 16
+    for kind, signature in (("warc", b"WARC/"), ("arc", b"filedesc://")):
+        if head.startswith(signature) or (cut and signature.startswith(head)):
+            return kind, gzipped
     return None
 
 
