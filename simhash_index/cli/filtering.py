@@ -23,11 +23,12 @@ import click
 
 from ..fingerprinting.pages import PageSetup
 from ..index.prefer import Prefer
-from .group import db_option, max_distance_option, open_index, word_weights_option
+from .framing import WHOLE_GZIP, BrokenArchive
+from .group import allow_truncated_option, db_option, max_distance_option, open_index, word_weights_option
 from .importing import _import_pages, open_existing, prefer_option
 from .inputs import fingerprinter_for
 from .survivors import Fates, page_setup
-from .warc import GZIP_MAGIC, WHOLE_GZIP, Record, archive_format
+from .warc import CUT, GZIP_MAGIC, Record, archive_format, scan
 
 REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
 COMPANION_KINDS = ("request", "metadata")
@@ -50,6 +51,7 @@ COMPANION_KINDS = ("request", "metadata")
     help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none].",
 )
 @word_weights_option
+@allow_truncated_option
 def filter_(
     db: str,
     archives: tuple[str, ...],
@@ -59,6 +61,7 @@ def filter_(
     max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
+    allow_truncated: bool,
 ) -> None:
     """Copy WARC or ARC archives, as one, without their duplicate pages.
 
@@ -69,16 +72,22 @@ def filter_(
     OUT is written, so OUT holds every record of the ARCHIVEs, in order, byte for
     byte, except the responses that did not survive and their request and metadata
     records (linked by WARC-Concurrent-To or WARC-Refers-To, or, unlinked, with the
-    same WARC-Target-URI). Prints the records and bytes read and written.
+    same WARC-Target-URI). Prints the records and bytes read and written. A record
+    whose Content-Length does not match it is reported, copied, and the filter exits
+    1 at the end. An archive cut short is an error before anything is decided or
+    written (--allow-truncated: OUT holds the records before the cut, with a warning).
     """
     kind, gzipped = same_format(archives)
     if keep_revisits and kind != "warc":
         raise click.UsageError("--keep-revisits writes WARC records, which an ARC archive cannot hold")
     if os.path.exists(out) and any(os.path.samefile(archive, out) for archive in archives):
         raise click.BadParameter("is an archive read: write to another file", param_hint="OUT")
+    for archive in archives:
+        check_whole(archive, allow_truncated)
     before = [_stat(archive) for archive in archives]
     scanned: list[list[Record]] = []
-    copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer)
+    counts: Counter[str] = Counter()
+    copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
     if [_stat(archive) for archive in archives] != before:
         raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
     written: Counter[str] = Counter()
@@ -107,6 +116,20 @@ def filter_(
         f"read {read} records ({size} bytes), {sum(map(len, copies.values()))} duplicate pages; "
         f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)"
     )
+    if counts["bad"]:
+        click.get_current_context().exit(1)
+
+
+def check_whole(archive: str, allow_truncated: bool) -> None:
+    """Before anything is decided: an archive cut short is an error (nothing decided, nothing
+    written), unless `allow_truncated` (then it is filtered up to the cut)."""
+    try:
+        for _ in scan(archive, pages=False):
+            pass
+    except BrokenArchive as exc:
+        if not (exc.cut and allow_truncated):
+            hint = f": {CUT}; nothing written (--allow-truncated filters it to there)" if exc.cut else ""
+            raise click.ClickException(f"{archive} record at byte {exc.offset}: {exc.reason}{hint}") from None
 
 
 def _copies(
@@ -117,11 +140,14 @@ def _copies(
     workers: int | None,
     word_weights: str | None,
     prefer: Prefer,
+    counts: Counter[str],
+    allow_truncated: bool,
 ) -> dict[int, dict[int, tuple[dict[str, Any], Record | None]]]:
     """The first pass: the import's decision on every page of the archives, followed to the
-    end (survivors.Fates); each archive's records are added to `scanned`. Returns
-    {archive's number: {offset: (evidence, the surviving page's record)}} of the pages that
-    did not survive; the survivor's record is None when it is not in OUT."""
+    end (survivors.Fates), counted in `counts` as the import counts them; each archive's
+    records are added to `scanned`. Returns {archive's number: {offset: (evidence, the
+    surviving page's record)}} of the pages that did not survive; the survivor's record is
+    None when it is not in OUT."""
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if source is not None:
@@ -131,10 +157,12 @@ def _copies(
     )
     setup = page_setup(PageSetup(fingerprinter), prefer)
     fates = Fates()
-    rows = _import_pages(index, setup, archives, workers, Counter(), False, False, prefer, scanned)
+    rows = _import_pages(
+        index, setup, archives, workers, counts, False, False, prefer, scanned, allow_truncated=allow_truncated
+    )
     for position, row in enumerate(rows):
         fates.add(position, row)
-    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None]
+    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None and not r.error]
     if [row.target for _, row in pages] != fates.urls:
         raise click.ClickException("the pages decided are not the archives' pages: report this as a bug")
     found: dict[int, dict[int, tuple[dict[str, Any], Record | None]]] = {}

@@ -113,6 +113,14 @@ def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def allow_truncated_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--allow-truncated",
+        is_flag=True,
+        help="Read an archive cut short up to its cut, with a warning (by default it is an error, exit status 1).",
+    )(command)
+
+
 def output_format(fmt: str | None, piped: str = "jsonl") -> str:
     return fmt or formats.default_format(piped)
 

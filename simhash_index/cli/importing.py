@@ -24,6 +24,7 @@ from ..workers import default_size
 from . import listings
 from .group import (
     FILE_OR_STDIN,
+    allow_truncated_option,
     db_option,
     format_option,
     max_distance_option,
@@ -70,6 +71,7 @@ prefer_option = click.option("--prefer", type=click.Choice(NAMED), default="firs
 )
 @word_weights_option
 @click.option("--strict", is_flag=True, help="Stop at the first bad line (by default it is reported and skipped).")
+@allow_truncated_option
 def import_(
     db: str,
     files: tuple[str, ...],
@@ -83,6 +85,7 @@ def import_(
     block_assignment: str | None,
     word_weights: str | None,
     strict: bool,
+    allow_truncated: bool,
 ) -> None:
     """Deduplicate JSON lines corpora, or WARC or ARC archives, into the database.
 
@@ -94,8 +97,10 @@ def import_(
     another copy of the same page. --prefer chooses which copy survives; a preferred
     page supersedes the stored copy. --dry-run reads the database but writes nothing, and
     lists each page (--format) with what the import would do; the counts go to stderr.
-    A bad line is reported with its number and skipped, and the import exits 1
-    at the end (--strict stops at the first).
+    A bad line (an archive's record whose Content-Length does not match it) is
+    reported with its number (offset) and skipped, and the import exits 1 at the
+    end (--strict stops at the first). An archive cut short is an error after
+    the pages before the cut are imported (--allow-truncated: a warning).
     """
     if fmt is not None and not dry_run:
         raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
@@ -121,14 +126,17 @@ def import_(
         )
     counts: Counter[str] = Counter()
     setup = page_setup(PageSetup(fingerprinter), prefer)
-    decided = _import_pages(target, setup, files, workers, counts, dry_run, strict, prefer)
+    decided = _import_pages(
+        target, setup, files, workers, counts, dry_run, strict, prefer, allow_truncated=allow_truncated
+    )
     if dry_run:
         listings.write_dry_run(decided, output_format(fmt), sys.stdout)
     else:
         for _ in decided:
             pass
     refused = f", refused {counts['refused']} (unusable url)" if counts["refused"] else ""
-    bad = f", {counts['bad']} bad lines skipped" if counts["bad"] else ""
+    lines = "records" if all(is_archive(file) for file in files) else "lines"
+    bad = f", {counts['bad']} bad {lines} skipped" if counts["bad"] else ""
     summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}{bad}"
     if counts["superseded"]:
         summary += f"; {counts['superseded']} kept pages superseded a stored copy (--prefer {prefer})"
@@ -149,6 +157,8 @@ def _import_pages(
     strict: bool,
     prefer: Prefer = "first",
     records: list[list[Record]] | None = None,
+    *,
+    allow_truncated: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Each page of the files checked against the target, in file order: a row saying what
     became of it (kept, with "supersedes" when it took a stored copy's place; dropped;
@@ -169,7 +179,7 @@ def _import_pages(
     )
     core.open().result()
     try:
-        yield from _decided(core, dry_run, files, counts, strict, records)
+        yield from _decided(core, dry_run, files, counts, strict, records, allow_truncated)
     finally:
         core.close().result()
 
@@ -184,21 +194,29 @@ def _decided(
     counts: Counter[str],
     strict: bool,
     records: list[list[Record]] | None,
+    allow_truncated: bool,
 ) -> Iterator[dict[str, Any]]:
     def read(file: str) -> Iterator[CorpusLine]:
         if not is_archive(file):
             return read_corpus(file)
         if records is not None:
             records.append([])
-        return read_archive(file, counts, None if records is None else records[-1])
+        return read_archive(
+            file,
+            counts,
+            None if records is None else records[-1],
+            max_bytes=core.setup.extract.max_bytes,
+            allow_truncated=allow_truncated,
+        )
 
     source = chain.from_iterable(read(file) for file in files)
     lines = ((line, line.job or PageJob("", is_html=False)) for line in source)
-    after = "" if dry_run else "; the lines before it were imported"
+    before = "pages" if any(is_archive(file) for file in files) else "lines"
+    after = "" if dry_run else f"; the {before} before it were imported"
     pending: deque[Pending] = deque()
     for line, page in core.analyse_many(lines):
         if line.error is not None:
-            if strict:
+            if strict or line.fatal:
                 yield from _settled(pending, counts, 0)
                 raise click.ClickException(f"{line.where}: {line.error}{after}")
             click.echo(f"Error: {line.where}: {line.error}; skipped", err=True)
@@ -210,9 +228,10 @@ def _decided(
             click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
             pending.append((line.url, "refused"))
             continue
-        if page.failure is not None:
-            click.echo(f"Warning: {line.where}: {page.failure}; skipped", err=True)
-        if page.signature is None:
+        failure = line.warning or page.failure
+        if failure is not None:
+            click.echo(f"Warning: {line.where}: {failure}; skipped", err=True)
+        if page.signature is None or line.warning is not None:
             pending.append((line.url, "skipped"))
         else:
             pending.append((line.url, core.decide(line.url, with_evidence(page.signature, line), page.text)))

@@ -124,13 +124,16 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
 
 @dataclass(frozen=True)
 class CorpusLine:
-    """One line of a JSON lines corpus: where it is, and its url and page, or why it is unusable."""
+    """One line of a JSON lines corpus (or a page of an archive): where it is, and its url and
+    page, or why it is unusable."""
 
     where: str
     url: str = ""
     job: PageJob | None = None  # None: neither a text nor an HTML to read
     error: str | None = None
     modified: datetime | None = None  # its Last-Modified, or an archive's capture date: for --prefer newest
+    warning: str | None = None  # why the page is skipped unread (over the page limit)
+    fatal: bool = False  # the error ends the input (an archive cut short)
 
 
 def read_corpus(file: str) -> Iterator[CorpusLine]:

@@ -9,26 +9,28 @@ Every other record is counted by why it is not a page.
 from __future__ import annotations
 
 import codecs
-import gzip
 import os
+import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import Any
 
 import click
 
 from ..errors import install_extra
 from ..fingerprinting.pages import PageJob
 from ..text.dates import http_date
-from ..text.extract import decode
+from ..text.extract import DEFAULT_MAX_BYTES, decode
+from .framing import BrokenArchive, framed_records
 from .inputs import CorpusLine, looks_like_html, progress
 
 MISSING = f"reading WARC and ARC archives needs warcio: {install_extra('warc')}"
 GZIP_MAGIC = b"\x1f\x8b"
-WHOLE_GZIP = "gzipped as one stream, not record by record: recompress it (warcio recompress IN OUT)"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+CUT = "the archive is cut short"
+_SNIFF_BYTES = 400_000  # the 100,000 characters looks_like_html reads, at 4 bytes a character
 
 
 @dataclass(frozen=True)
@@ -44,37 +46,34 @@ class Record:
     links: tuple[str, ...]  # record ids in WARC-Concurrent-To and WARC-Refers-To
     why_not_page: str | None  # None: an HTML response, a page
     last_modified: str | None = None  # the HTTP Last-Modified header
+    error: str | None = None  # why its framing is wrong (its Content-Length does not match its block)
 
 
 def archive_format(file: str) -> tuple[str, bool] | None:
-    """("warc" or "arc", gzipped) for a WARC or ARC archive, else None (stdin is never one)."""
+    """("warc" or "arc", gzipped) for a WARC or ARC archive, else None (stdin is never one).
+    A gzip file cut short before its first record's first line is whole is taken for an
+    archive, so that reading it says where it is cut."""
     if file == "-":
         return None
     with open(file, "rb") as stream:
-        gzipped = stream.read(2) == GZIP_MAGIC
-        stream.seek(0)
+        start = stream.read(4096)
+    gzipped = start.startswith(GZIP_MAGIC)
+    head = start[:16]
+    if gzipped:
         try:
-            head = gzip.GzipFile(fileobj=stream).read(16) if gzipped else stream.read(16)
-        except (OSError, EOFError):
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(start, 16)
+        except zlib.error:
             return None
-    if head.startswith(b"WARC/"):
-        return "warc", gzipped
-    if head.startswith(b"filedesc://"):
-        return "arc", gzipped
+    cut = gzipped and len(head) < 16
+    for kind, signature in (("warc", b"WARC/"), ("arc", b"filedesc://")):
+        if head.startswith(signature) or (cut and signature.startswith(head)):
+            return kind, gzipped
     return None
 
 
 def is_archive(file: str) -> bool:
     """Whether a file is a WARC or ARC archive, plain or gzipped."""
     return archive_format(file) is not None
-
-
-def _iterator(stream: IO[bytes]) -> Any:
-    try:
-        from warcio.archiveiterator import ArchiveIterator
-    except ImportError:
-        raise click.ClickException(MISSING) from None
-    return ArchiveIterator(stream, arc2warc=True)
 
 
 def _ids(value: str | None) -> list[str]:
@@ -109,63 +108,73 @@ def charset_of(record: Any) -> str | None:
     return None
 
 
-def scan(file: str, *, pages: bool) -> Iterator[tuple[Record, PageJob | None]]:
-    """Each record of the archive, with its page's payload when `pages` and it is one.
+def scan(
+    file: str, *, pages: bool, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Iterator[tuple[Record, PageJob | str | None]]:
+    """Each record of the archive, with its page's payload when `pages` and it is one (or,
+    for a page over `max_bytes`, why it is not read: at most that much of a payload is).
 
-    A page without a declared media type is one only when its content looks like HTML.
+    A page without a declared media type is one only when its content looks like HTML. A
+    record whose framing is wrong comes with `error` set, and the records after it follow;
+    raises BrokenArchive (framing.py) where the archive is cut short or cannot be read on,
+    after the records before it.
     """
+    kind, gzipped = archive_format(file) or ("warc", False)
+    _require_warcio()
     with open(file, "rb") as stream, progress(None, "reading") as advance:
         size = stream.seek(0, os.SEEK_END)
         stream.seek(0)
-        records = _iterator(stream)
-        previous: tuple[Record, PageJob | None] | None = None
-        for record in _checked(records, file):
-            reason, job = why_not_page(record), None
-            declared = reason is None and record.http_headers.get_header("Content-Type")
-            if reason is None and (pages or not declared):
-                content = _payload(record)
-                if not declared and not looks_like_html("", content if isinstance(content, str) else decode(content)):
-                    reason = "response not HTML"
-                elif pages:
-                    job = PageJob(content)
-            # warcio knows where a record starts once it is read to its end; it ends where the
-            # next one starts (warcio's own length leaves out a plain record's blank lines)
-            current = _record(record, records.get_record_offset(), reason)
-            if previous is not None:
-                yield replace(previous[0], length=current.offset - previous[0].offset), previous[1]
-                advance(1)
-            previous = current, job
-        if previous is not None:
-            yield replace(previous[0], length=size - previous[0].offset), previous[1]
+        for framed in framed_records(stream, size, kind, gzipped, lambda record: _look(record, pages, max_bytes)):
+            advance(1)
+            length = framed.end - framed.offset
+            if framed.error is not None:  # not a page, whatever its headers say
+                yield _record(framed.record, framed.offset, length, "unreadable", framed.error), None
+                continue
+            reason, job = framed.looked or (None, None)
+            yield _record(framed.record, framed.offset, length, reason), job
 
 
-def _checked(records: Any, file: str) -> Iterator[Any]:
-    """The records, with warcio's errors on a malformed archive as one line naming the file."""
-    from warcio.exceptions import ArchiveLoadFailed
-
+def _require_warcio() -> None:
     try:
-        yield from records
-    except ArchiveLoadFailed as exc:
-        if "non-chunked gzip" in str(exc):
-            raise click.ClickException(f"{file}: {WHOLE_GZIP}") from None
-        reason = " ".join(str(exc).split())
-        raise click.ClickException(f"{file}: not a readable WARC or ARC archive ({reason})") from None
+        import warcio.archiveiterator  # noqa: F401
+    except ImportError:
+        raise click.ClickException(MISSING) from None
 
 
-def _payload(record: Any) -> str | bytes:
-    """The HTTP payload, decoded from its transfer and content encodings, and from its
+def _look(record: Any, pages: bool, max_bytes: int) -> tuple[str | None, PageJob | str | None]:
+    """Why the record is not a page (None: it is one), and, when `pages`, its payload (or why
+    it is not read); at most `max_bytes` of it are read."""
+    reason = why_not_page(record)
+    declared = reason is None and record.http_headers.get_header("Content-Type")
+    if reason is not None or (declared and not pages):
+        return reason, None
+    body: bytes = record.content_stream().read(max_bytes + 1)
+    if not declared:
+        head = _decoded(record, body[:_SNIFF_BYTES])
+        if not looks_like_html("", head if isinstance(head, str) else decode(head)):
+            return "response not HTML", None
+    if not pages:
+        return None, None
+    if len(body) > max_bytes:
+        return None, f"page of more than {max_bytes:,} bytes is over the {max_bytes:,} limit"
+    return None, PageJob(_decoded(record, body))
+
+
+def _decoded(record: Any, body: bytes) -> str | bytes:
+    """The HTTP payload (warcio undoes its transfer and content encodings), decoded from its
     declared charset when Python knows it (else bytes, decoded as a crawled page is)."""
-    body: bytes = record.content_stream().read()
     charset = charset_of(record)
     return body.decode(charset, "replace") if charset else body
 
 
-def _record(record: Any, offset: int, reason: str | None) -> Record:
+def _record(record: Any, offset: int, length: int, reason: str | None, error: str | None = None) -> Record:
+    if record is None:  # warcio could not parse it
+        return Record(offset, length, "unreadable", None, None, None, (), reason, error=error)
     headers = record.rec_headers
     links = _ids(headers.get_header("WARC-Concurrent-To")) + _ids(headers.get_header("WARC-Refers-To"))
     return Record(
         offset=offset,
-        length=0,  # known when the next record starts
+        length=length,
         kind=record.rec_type or "untyped",
         record_id=headers.get_header("WARC-Record-ID"),
         target=headers.get_header("WARC-Target-URI"),
@@ -173,20 +182,47 @@ def _record(record: Any, offset: int, reason: str | None) -> Record:
         links=tuple(links),
         why_not_page=reason,
         last_modified=record.http_headers.get_header("Last-Modified") if record.http_headers else None,
+        error=error,
     )
 
 
-def read_archive(file: str, counts: Counter[str], records: list[Record] | None = None) -> Iterator[CorpusLine]:
+def read_archive(
+    file: str,
+    counts: Counter[str],
+    records: list[Record] | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    allow_truncated: bool = False,
+) -> Iterator[CorpusLine]:
     """The pages of an archive as corpus lines, in archive order; every other record is
     counted in `counts` under "record: <why it is not a page>". Every record read is added
-    to `records` when given (what `filter` writes from)."""
-    for record, job in scan(file, pages=True):
-        if records is not None:
-            records.append(record)
-        if record.why_not_page is not None:
-            counts[f"record: {record.why_not_page}"] += 1
-            continue
-        yield CorpusLine(f"{file} record at byte {record.offset}", record.target or "", job, modified=captured(record))
+    to `records` when given (what `filter` writes from).
+
+    A record whose framing is wrong is a line with its error, and a page over `max_bytes` one
+    with a warning. Where the archive is cut short or cannot be read on, a last line with its
+    error and `fatal` set; with `allow_truncated`, a cut archive ends there with a warning.
+    """
+    try:
+        for record, job in scan(file, pages=True, max_bytes=max_bytes):
+            if records is not None:
+                records.append(record)
+            where = f"{file} record at byte {record.offset}"
+            if record.error is not None:
+                yield CorpusLine(where, record.target or "", error=record.error)
+            elif record.why_not_page is not None:
+                counts[f"record: {record.why_not_page}"] += 1
+            elif isinstance(job, str):
+                yield CorpusLine(where, record.target or "", warning=job)
+            else:
+                yield CorpusLine(where, record.target or "", job, modified=captured(record))
+    except BrokenArchive as exc:
+        where = f"{file} record at byte {exc.offset}"
+        if exc.cut and allow_truncated:
+            click.echo(f"Warning: {where}: {exc.reason}: {CUT}, read to there (--allow-truncated)", err=True)
+        elif exc.cut:
+            yield CorpusLine(where, error=f"{exc.reason}: {CUT} (--allow-truncated reads it to there)", fatal=True)
+        else:
+            yield CorpusLine(where, error=exc.reason, fatal=True)
 
 
 def captured(record: Record) -> datetime | None:

@@ -20,6 +20,7 @@ _OPTIONS = {
     "collect_ids": False,
     "default_doctype": False,
     "encoding": "utf-8",
+    "huge_tree": True,
     "remove_comments": True,
     "remove_pis": True,
 }
@@ -28,7 +29,8 @@ _install_lock = threading.Lock()
 
 
 def thread_parser() -> Any:
-    """This thread's HTML parser, with the options of trafilatura's shared one."""
+    """This thread's HTML parser, with the options of trafilatura's shared one, and `huge_tree`:
+    a page under the 20 MB page limit may hold a text node over libxml2's 10 MB one."""
     parser = getattr(_local, "parser", None)
     if parser is None:
         from lxml.html import HTMLParser

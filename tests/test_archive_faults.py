@@ -1,0 +1,201 @@
+"""`import` and `filter` on broken archives: cut short, a Content-Length that does not match
+its record (too large, too small, past any file), a gzip bomb. Each is one line naming the
+record's byte offset, never a traceback or warcio's raw warning, and never hides the pages
+around it."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pytest
+from sites import english_article, page
+from test_cli import ok, run
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from simhash_index import SimhashIndex
+from simhash_index.cli.framing import BrokenArchive
+from simhash_index.cli.warc import scan
+
+PAGES = 6
+
+
+def write_pages(path: Path, *, compress: bool, pages: int = PAGES) -> list[int]:
+    """An archive of distinct pages, one response each; the offset of each record, and the
+    file's size last."""
+    offsets = []
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=compress)
+        for number in range(pages):
+            body = page(f"Page {number}", english_article(300 + number)).encode()
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+            url = f"https://example.com/{number}"
+            payload = io.BytesIO(body)
+            record = writer.create_warc_record(url, "response", payload=payload, length=len(body), http_headers=http)
+            offsets.append(stream.tell())
+            writer.write_record(record)
+        offsets.append(stream.tell())
+    return offsets
+
+
+def with_content_length(path: Path, offsets: list[int], number: int, change: object, *, compress: bool) -> None:
+    """The archive with record `number`'s Content-Length changed: `change` is added to it, or
+    (a string) replaces it."""
+    data = path.read_bytes()
+    start, end = offsets[number], offsets[number + 1]
+    record = gzip.decompress(data[start:end]) if compress else data[start:end]
+    found = re.search(rb"\r\nContent-Length: (\d+)\r\n", record)
+    assert found is not None
+    value = str(change).encode() if isinstance(change, str) else str(int(found.group(1)) + int(change)).encode()  # type: ignore[call-overload]
+    record = record[: found.start(1)] + value + record[found.end(1) :]
+    path.write_bytes(data[:start] + (gzip.compress(record) if compress else record) + data[end:])
+
+
+def pages_in(db: str) -> int:
+    with SimhashIndex(db) as index:
+        return len(index)
+
+
+# -- cut short ----------------------------------------------------------------------
+
+
+CUTS = {  # (compressed, where the archive is cut: bytes before the start of the record cut, or from the end)
+    "gzip member cut": (True, lambda offsets: (offsets[4] + offsets[5]) // 2),
+    "gzip end of stream missing": (True, lambda offsets: offsets[-1] - 6),  # in the member's CRC and size
+    "plain record cut short": (False, lambda offsets: (offsets[4] + offsets[5]) // 2),
+    "plain record without its blank lines": (False, lambda offsets: offsets[-1] - 3),
+    "plain record cut in its headers": (False, lambda offsets: offsets[4] + 30),
+}
+
+
+@pytest.mark.parametrize("case", CUTS)
+def test_an_archive_cut_short_is_an_error_after_the_pages_before_it(tmp_path: Path, case: str) -> None:
+    compress, where = CUTS[case]
+    archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    offsets = write_pages(archive, compress=compress)
+    cut = where(offsets)
+    archive.write_bytes(archive.read_bytes()[:cut])
+    cut_record = max(offset for offset in offsets if offset < cut)
+    whole = offsets.index(cut_record)  # the records before the cut one
+    db = f"sqlite:///{tmp_path / 'i.db'}"
+    result = run("import", "--db", db, "--workers", "0", str(archive))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"Error: {archive} record at byte {cut_record}: ")
+    assert "cut short" in result.stderr and result.stderr.count("\n") == 1
+    assert pages_in(db) == whole  # what was decided before the cut is kept
+
+    db = f"sqlite:///{tmp_path / 'a.db'}"
+    allowed = run("import", "--db", db, "--workers", "0", "--allow-truncated", str(archive))
+    assert allowed.exit_code == 0 and allowed.stdout == f"kept {whole}, dropped 0, skipped 0 (no text)\n"
+    assert allowed.stderr.startswith(f"Warning: {archive} record at byte {cut_record}: ")
+
+    out, db = tmp_path / "out.warc", f"sqlite:///{tmp_path / 'f.db'}"
+    refused = run("filter", "--db", db, "--workers", "0", str(archive), str(out))
+    assert refused.exit_code == 1 and f"record at byte {cut_record}" in refused.stderr
+    assert "nothing written" in refused.stderr
+    assert not out.exists() and not (tmp_path / "f.db").exists()  # nothing decided, nothing written
+    filtered = run("filter", "--db", db, "--workers", "0", "--allow-truncated", str(archive), str(out))
+    assert filtered.exit_code == 0 and f"wrote {whole} records" in filtered.stdout
+    assert out.read_bytes() == archive.read_bytes()[:cut_record]  # the whole records, not the cut one
+
+
+def test_a_whole_archive_is_read_without_a_word(tmp_path: Path) -> None:
+    for compress in (True, False):
+        archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+        write_pages(archive, compress=compress)
+        db = f"sqlite:///{tmp_path / f'{compress}.db'}"
+        summary = ok("import", "--db", db, "--workers", "0", str(archive))
+        assert summary == f"kept {PAGES}, dropped 0, skipped 0 (no text)\n"
+
+
+# -- Content-Length -------------------------------------------------------------------
+
+
+LENGTHS = {"too large": 300, "too small": -300, "past any file": "99999999999999999999", "not a number": "12a"}
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+@pytest.mark.parametrize("change", LENGTHS)
+def test_a_wrong_content_length_is_one_line_and_hides_no_page(tmp_path: Path, compress: bool, change: str) -> None:
+    archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    offsets = write_pages(archive, compress=compress)
+    with_content_length(archive, offsets, 2, LENGTHS[change], compress=compress)
+    db = f"sqlite:///{tmp_path / 'i.db'}"
+    result = run("import", "--db", db, "--workers", "0", str(archive))
+    assert result.exit_code == 1
+    assert result.stdout == f"kept {PAGES - 1}, dropped 0, skipped 0 (no text), 1 bad records skipped\n"
+    [line] = result.stderr.splitlines()  # one line: no warcio warning, no piece of the page
+    assert line.startswith(f"Error: {archive} record at byte {offsets[2]}: its Content-Length ") and "skipped" in line
+    assert pages_in(db) == PAGES - 1  # the pages after it are all read
+
+    out = tmp_path / "out.warc"
+    filtered = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert filtered.exit_code == 1 and filtered.stderr.count("\n") == 1 and "Content-Length" in filtered.stderr
+    assert out.read_bytes() == archive.read_bytes()  # every record copied, the bad one too
+    assert "Traceback" not in result.output + filtered.output
+
+
+# -- a gzip bomb ----------------------------------------------------------------------
+
+
+def bomb_member(url: str, size: int) -> bytes:
+    """One gzip member: a response whose HTML page is `size` bytes, of a few kilobytes."""
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+    head = b"<html><head><title>Bomb</title></head><body><p>"
+    warc = (
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:6d058e00-4b3c-4b6e-9a3c-2f1f5b1b5b1b>\r\n"
+        f"WARC-Date: 2024-01-01T00:00:00Z\r\nWARC-Target-URI: {url}\r\n"
+        f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(http) + size}\r\n\r\n"
+    ).encode()
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [deflate.compress(warc + http + head)]
+    chunk, left = b"a " * (1 << 20), size - len(head)
+    while left > 0:
+        parts.append(deflate.compress(chunk[:left]))
+        left -= len(chunk)
+    parts += [deflate.compress(b"\r\n\r\n"), deflate.flush()]
+    return b"".join(parts)
+
+
+def test_a_gzip_bomb_is_read_no_further_than_the_page_limit(tmp_path: Path) -> None:
+    archive = tmp_path / "bomb.warc.gz"
+    offsets = write_pages(archive, compress=True, pages=2)
+    bomb = bomb_member("https://example.com/bomb", 100_000_000)  # five times the 20 MB page limit
+    archive.write_bytes(archive.read_bytes()[: offsets[1]] + bomb + archive.read_bytes()[offsets[1] :])
+    assert archive.stat().st_size < 2_000_000
+    tracemalloc.start()
+    try:
+        result = run("import", "--db", f"sqlite:///{tmp_path / 'b.db'}", "--workers", "0", str(archive))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80_000_000  # reading the whole page took 200 MB and more
+    assert result.exit_code == 0 and result.stdout == "kept 2, dropped 0, skipped 1 (no text)\n"
+    assert result.stderr == (
+        f"Warning: {archive} record at byte {offsets[1]}: "
+        "page of more than 20,000,000 bytes is over the 20,000,000 limit; skipped\n"
+    )
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_every_cut_is_found_or_falls_between_records(tmp_path: Path, compress: bool) -> None:
+    archive, cut_archive = tmp_path / "in.warc", tmp_path / "cut.warc"
+    offsets = write_pages(archive, compress=compress, pages=3)
+    data = archive.read_bytes()
+    for cut in range(offsets[0] + 40, len(data), 5 if compress else 13):
+        cut_archive.write_bytes(data[:cut])
+        read: list[int] = []
+        try:
+            read.extend(record.offset for record, _ in scan(str(cut_archive), pages=True))
+        except BrokenArchive as exc:
+            assert exc.cut, (cut, exc)
+            assert exc.offset == max(offset for offset in offsets if offset < cut), cut
+            assert read == [offset for offset in offsets if offset < exc.offset], cut
+        else:
+            assert cut in offsets, cut  # read whole: the cut falls between two records
+            assert read == [offset for offset in offsets if offset < cut]
