@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from sites import english_article, page
+from test_warc import write_archive
 
 pytestmark = [pytest.mark.early, pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, sends signals")]
 
@@ -195,6 +196,33 @@ def test_a_pool_worker_whose_caller_is_killed_mid_job_exits_quietly(tmp_path: Pa
         caller.kill()
     assert gone([worker])  # its job sleeps a minute
     assert errors.read_text() == ""
+
+
+def test_a_killed_filter_leaves_a_partial_file_by_name_that_the_next_run_removes(archive: Path, tmp_path: Path) -> None:
+    """Item 4: SIGKILL leaves OUT as it was and the partial file beside it, named for OUT; the
+    next run writing OUT removes it."""
+    db, errors, out = tmp_path / "index.db", tmp_path / "stderr", tmp_path / "out.warc.gz"
+    out.write_bytes(b"the previous run's archive")
+    process = start(["filter", "--db", f"sqlite:///{db}", "--workers", "2", str(archive), str(out)], errors)
+    workers = started(process, db)
+    left = sorted(tmp_path.glob("out.warc.gz.partial-*"))
+    process.kill()
+    assert ended(process) == -signal.SIGKILL
+    assert gone(workers)
+    assert len(left) == 1 and left[0].exists()
+    assert out.read_bytes() == b"the previous run's archive"
+    small = tmp_path / "small.warc.gz"
+    write_archive(small, compress=True)
+    rerun = subprocess.run(
+        [*CLI, "filter", "--db", f"sqlite:///{tmp_path / 'again.db'}", "--workers", "0", str(small), str(out)],
+        capture_output=True,
+        timeout=HANG,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.stderr.decode().splitlines() == [f"removed {left[0]}, left by an earlier run that did not finish"]
+    assert not list(tmp_path.glob("out.warc.gz.partial-*"))
+    assert out.read_bytes().startswith(b"\x1f\x8b")
 
 
 # -- item 11: a full disk --------------------------------------------------------------
