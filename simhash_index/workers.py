@@ -208,7 +208,9 @@ class WorkerPool:
 
     def _replace(self, worker: _Worker) -> int | None:
         exit_code = self._retire(worker, kill=True)
-        if not self._closed:
+        if self._closed:
+            self._remove_dumps()  # the last of the workers close(kill=True) killed
+        else:
             self._idle.put(self._start())
         return exit_code
 
@@ -304,15 +306,26 @@ def _serve(receive: Connection, send: Connection, dump: str) -> None:
     to `dump`, not to the caller's stderr."""
     crashes = open(dump, "w", encoding="utf-8")  # noqa: SIM115 - open as long as the worker lives
     faulthandler.enable(crashes)
-    threading.Thread(target=_exit_with, args=(os.getppid(),), name="orphan-check", daemon=True).start()
-    with contextlib.suppress(EOFError, OSError):  # the caller went away: nothing to say, no one to say it to
+    threading.Thread(target=_exit_with, args=(os.getppid(), dump), name="orphan-check", daemon=True).start()
+    try:
         _answer(receive, send)
+    except (EOFError, OSError):  # the caller went away: nothing to say, no one to say it to
+        _orphaned(dump)
 
 
-def _exit_with(parent: int) -> None:
+def _exit_with(parent: int, dump: str) -> None:
     """End this worker as soon as its caller is gone, even in the middle of a job."""
     while os.getppid() == parent:
         time.sleep(ORPHAN_CHECK_S)
+    _orphaned(dump)
+
+
+def _orphaned(dump: str) -> None:
+    """Exit quietly, removing what the caller would have removed: the empty dump, its folder if empty."""
+    with contextlib.suppress(OSError):
+        if os.path.getsize(dump) == 0:
+            os.remove(dump)
+        os.rmdir(os.path.dirname(dump))
     os._exit(0)
 
 

@@ -165,10 +165,12 @@ def test_workers_of_a_killed_import_exit_quietly(corpus: Path, tmp_path: Path) -
     db, errors = tmp_path / "index.db", tmp_path / "stderr"
     process = start(["import", "--db", f"sqlite:///{db}", "--workers", "2", str(corpus)], errors)
     workers = started(process, db)
+    dumps = {Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2].decode()).parent for pid in workers}
     process.kill()
     assert ended(process) == -signal.SIGKILL
     assert gone(workers)  # each was extracting pages: it notices its caller is gone
     assert errors.read_text() == ""  # their stderr is the import's: no BrokenPipeError there
+    assert len(dumps) == 1 and not dumps.pop().exists()  # their crash dumps' folder, empty, removed
     assert integrity(db) == "ok"
 
 
