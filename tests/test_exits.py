@@ -104,6 +104,14 @@ def started(process: subprocess.Popen[bytes], db: Path) -> list[int]:
     return workers
 
 
+def busy(workers: list[int]) -> None:
+    """Wait until every worker is running (extracting pages), not waiting for a job."""
+    deadline = time.monotonic() + HANG
+    while not all(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "R" for pid in workers):
+        assert time.monotonic() < deadline, "the workers never ran at once"
+        time.sleep(0.01)
+
+
 def ended(process: subprocess.Popen[bytes]) -> int:
     """The exit status; a process that has not ended after HANG seconds is killed, and the test fails."""
     try:
@@ -166,6 +174,7 @@ def test_workers_of_a_killed_import_exit_quietly(corpus: Path, tmp_path: Path) -
     process = start(["import", "--db", f"sqlite:///{db}", "--workers", "2", str(corpus)], errors)
     workers = started(process, db)
     dumps = {Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2].decode()).parent for pid in workers}
+    busy(workers)  # each has pages in hand: one idle would see its pipe close, and stop quietly anyway
     process.kill()
     assert ended(process) == -signal.SIGKILL
     assert gone(workers)  # each was extracting pages: it notices its caller is gone
