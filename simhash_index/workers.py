@@ -231,7 +231,8 @@ class WorkerPool:
         try:
             worker = self._ready(waited)
         except WorkerStartError:
-            self._idle.put(self._start())
+            if not self._closed:
+                self._idle.put(self._start())
             raise
         try:
             outcome, value = self._ask(worker, job, timeout)
