@@ -111,30 +111,32 @@ class Deduplicator:
             self.writer = BatchWriter(self._decide, batch_size=self.batch_size, linger=self.linger)
         self._opened = True
 
-    def close(self) -> Future[int | None]:
+    def close(self, *, now: bool = False) -> Future[int | None]:
         """Decide what is queued, then stop the writer and the workers and close the index.
-        The future's result: the pages the index held at the end (None when it could not say,
-        or was never opened)."""
+        With `now` (an interrupt, an error that ends the run) the pages queued are not
+        decided (their futures are cancelled) and busy workers are killed: it returns as soon
+        as the batch being decided is committed or rolled back. The future's result: the pages
+        the index held at the end (None when it could not say, or was never opened)."""
         closed: Future[int | None] = Future()
 
         def run() -> None:
             try:
-                closed.set_result(self._close())
+                closed.set_result(self._close(now=now))
             except BaseException as exc:
                 closed.set_exception(exc)
             finally:
-                self._threads.shutdown(wait=False)
+                self._threads.shutdown(wait=False, cancel_futures=True)
 
         threading.Thread(target=run, name="simhash-close", daemon=True).start()
         return closed
 
-    def _close(self) -> int | None:
+    def _close(self, *, now: bool = False) -> int | None:
         self._opened = False
         if self.writer is not None:
-            self.writer.close()
+            self.writer.close(cancel=now)
             self.writer = None
         if self.pool is not None:
-            self.pool.close()
+            self.pool.close(kill=now)
             self.pool = None
         stored = None
         index, self.index = self.index, None  # stops the probe

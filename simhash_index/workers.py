@@ -11,6 +11,10 @@ lock, and multiprocessing's spawn would re-run the caller's main module (a crawl
 Its stdout and stderr are the caller's; the Python stack a crash dumps (faulthandler) goes to
 a file of its own instead, kept and named in `WorkerCrashed` when there is one.
 
+A worker runs in a session of its own, so a Ctrl-C at the terminal reaches the caller alone,
+which stops its workers (`close(kill=True)`); a worker whose caller is gone (killed) exits
+quietly, at once when idle and within a second when busy, printing nothing.
+
 `WorkerPool.run(job)` blocks until the job's result is back and is safe to call from
 several threads at once: each call takes an idle worker, so at most `size` jobs run and
 callers beyond that wait their turn (no queue of jobs builds up inside the pool).
@@ -28,11 +32,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 _STOP = None  # sent to a worker to end it
+_CLOSED = None  # put in the idle queue on close: wakes the callers waiting for a worker
+ORPHAN_CHECK_S = 0.5  # how often a busy worker looks whether its caller is still there
 
 
 class WorkerCrashed(RuntimeError):
@@ -68,6 +75,7 @@ class _Worker:
                 [sys.executable, "-m", __name__, str(to_child), str(from_child), self.dump],
                 pass_fds=(to_child, from_child),
                 stdin=subprocess.DEVNULL,
+                start_new_session=True,  # the terminal's Ctrl-C is for the caller, which stops us
             )
         finally:
             os.close(to_child)
@@ -148,7 +156,7 @@ class WorkerPool:
         self._function = function
         self._setup = setup
         self._dumps = tempfile.mkdtemp(prefix="simhash-workers-")  # the crash dumps' folder
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._idle: queue.Queue[_Worker | None] = queue.Queue()
         self._all: set[_Worker] = set()
         self._guard = threading.Lock()
         self._closed = False
@@ -200,7 +208,9 @@ class WorkerPool:
 
     def _replace(self, worker: _Worker) -> int | None:
         exit_code = self._retire(worker, kill=True)
-        if not self._closed:
+        if self._closed:
+            self._remove_dumps()  # the last of the workers close(kill=True) killed
+        else:
             self._idle.put(self._start())
         return exit_code
 
@@ -214,11 +224,15 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("the worker pool is closed")
         timeout = None if self.timeout is None else self.timeout * weight
-        worker = self._idle.get()
+        waited = self._idle.get()
+        if waited is _CLOSED:
+            self._idle.put(_CLOSED)  # for the next caller waiting
+            raise RuntimeError("the worker pool is closed")
         try:
-            worker = self._ready(worker)
+            worker = self._ready(waited)
         except WorkerStartError:
-            self._idle.put(self._start())
+            if not self._closed:
+                self._idle.put(self._start())
             raise
         try:
             outcome, value = self._ask(worker, job, timeout)
@@ -254,15 +268,25 @@ class WorkerPool:
         with self._guard:
             return [worker.process.pid for worker in self._all]
 
-    def close(self) -> None:
-        """Stop the workers: idle ones now, busy ones when their job ends."""
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the workers: idle ones now, busy ones when their job ends, or at once with
+        `kill` (an interrupt: their jobs raise WorkerCrashed). Callers waiting for a worker,
+        and those after, get RuntimeError."""
         self._closed = True
         while True:
             try:
                 worker = self._idle.get_nowait()
             except queue.Empty:
                 break
-            self._retire(worker, kill=False)
+            if worker is not _CLOSED:
+                self._retire(worker, kill=kill)
+        self._idle.put(_CLOSED)
+        if kill:
+            with self._guard:
+                busy = list(self._all)
+            for worker in busy:
+                with contextlib.suppress(OSError):
+                    worker.process.kill()  # its caller sees it die and retires it
         self._remove_dumps()
 
     def _remove_dumps(self) -> None:
@@ -278,10 +302,35 @@ class WorkerPool:
 
 
 def _serve(receive: Connection, send: Connection, dump: str) -> None:
-    """A worker's loop: load the function and setup, then answer each job until told to stop.
-    A crash writes the worker's Python stack to `dump`, not to the caller's stderr."""
+    """A worker's loop: load the function and setup, then answer each job until told to stop,
+    or until the caller is gone (its pipes closed). A crash writes the worker's Python stack
+    to `dump`, not to the caller's stderr."""
     crashes = open(dump, "w", encoding="utf-8")  # noqa: SIM115 - open as long as the worker lives
     faulthandler.enable(crashes)
+    threading.Thread(target=_exit_with, args=(os.getppid(), dump), name="orphan-check", daemon=True).start()
+    try:
+        _answer(receive, send)
+    except (EOFError, OSError):  # the caller went away: nothing to say, no one to say it to
+        _orphaned(dump)
+
+
+def _exit_with(parent: int, dump: str) -> None:
+    """End this worker as soon as its caller is gone, even in the middle of a job."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK_S)
+    _orphaned(dump)
+
+
+def _orphaned(dump: str) -> None:
+    """Exit quietly, removing what the caller would have removed: the empty dump, its folder if empty."""
+    with contextlib.suppress(OSError):
+        if os.path.getsize(dump) == 0:
+            os.remove(dump)
+        os.rmdir(os.path.dirname(dump))
+    os._exit(0)
+
+
+def _answer(receive: Connection, send: Connection) -> None:
     sys.path[:] = receive.recv()
     try:
         module, name, setup = receive.recv()
@@ -293,10 +342,7 @@ def _serve(receive: Connection, send: Connection, dump: str) -> None:
         return
     send.send((True, None))
     while True:
-        try:
-            job = receive.recv()
-        except (EOFError, OSError):  # the pool went away
-            return
+        job = receive.recv()
         if job is _STOP:
             return
         try:

@@ -101,6 +101,31 @@ def test_close_stops_every_worker() -> None:
         p.run("x")
 
 
+def test_close_with_kill_ends_busy_jobs_and_wakes_the_callers_waiting() -> None:
+    """What an interrupted or failed import needs (issue 40, items 11-12): of two callers of a
+    one-worker pool, the one whose job runs gets WorkerCrashed, the one waiting for a worker
+    RuntimeError; neither waits on."""
+    p = WorkerPool(worker_jobs.misbehave, size=1, timeout=None)
+    outcomes: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            p.run("hang")  # a minute's sleep
+        except BaseException as exc:
+            outcomes.append(exc)
+
+    callers = [threading.Thread(target=run, daemon=True) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    time.sleep(0.5)  # for both to call run(): one runs its job, the other waits for a worker
+    p.close(kill=True)
+    for caller in callers:
+        caller.join(timeout=30)
+        assert not caller.is_alive()
+    assert sorted(type(exc).__name__ for exc in outcomes) == ["RuntimeError", "WorkerCrashed"]
+    assert p.pids() == []
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:

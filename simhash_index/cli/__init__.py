@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 
 from . import comparing, explaining, filtering, html_report, importing, inspecting, lifecycle
-from .group import cli
+from .group import cli, stop_on_sigterm
 
 __all__ = ["cli", "main"]
 
@@ -37,4 +37,5 @@ def main() -> None:
     # would raise BrokenPipeError mid-listing instead, with the index's open reads behind it.
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    stop_on_sigterm()
     cli(prog_name="simhash-index")

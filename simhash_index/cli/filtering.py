@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import IO, Any
 
 import click
@@ -27,6 +24,7 @@ from .framing import WHOLE_GZIP, BrokenArchive
 from .group import allow_truncated_option, db_option, max_distance_option, open_index, word_weights_option
 from .importing import _import_pages, open_existing, prefer_option
 from .inputs import fingerprinter_for
+from .outputs import Output
 from .survivors import Fates, page_setup
 from .warc import CUT, GZIP_MAGIC, Record, archive_format, scan
 
@@ -37,7 +35,7 @@ COMPANION_KINDS = ("request", "metadata")
 @click.command("filter")
 @db_option
 @click.argument("archives", metavar="ARCHIVE...", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.argument("out", type=click.Path(dir_okay=False, writable=True))
+@click.argument("out", type=click.Path(dir_okay=False, writable=True, allow_dash=True))
 @prefer_option
 @click.option(
     "--keep-revisits",
@@ -72,26 +70,32 @@ def filter_(
     OUT is written, so OUT holds every record of the ARCHIVEs, in order, byte for
     byte, except the responses that did not survive and their request and metadata
     records (linked by WARC-Concurrent-To or WARC-Refers-To, or, unlinked, with the
-    same WARC-Target-URI). Prints the records and bytes read and written. A record
-    whose Content-Length does not match it is reported, copied, and the filter exits
-    1 at the end. An archive cut short is an error before anything is decided or
-    written (--allow-truncated: OUT holds the records before the cut, with a warning).
+    same WARC-Target-URI). Prints the records and bytes read and written (on
+    stderr when OUT is stdout). A record whose Content-Length does not match it is
+    reported, copied, and the filter exits 1 at the end. An archive cut short is an
+    error before anything is decided or written (--allow-truncated: OUT holds the
+    records before the cut, with a warning).
+
+    OUT is - for stdout. A FIFO, a device or /dev/stdout is written as it goes; a
+    symlink's target is written; a regular file is replaced only once complete and
+    on disk (written as OUT.partial-XXXXXXXX first), keeping its mode and owner.
     """
     kind, gzipped = same_format(archives)
     if keep_revisits and kind != "warc":
         raise click.UsageError("--keep-revisits writes WARC records, which an ARC archive cannot hold")
-    if os.path.exists(out) and any(os.path.samefile(archive, out) for archive in archives):
+    output = Output(out)
+    if any(output.same_as(archive) for archive in archives):
         raise click.BadParameter("is an archive read: write to another file", param_hint="OUT")
     for archive in archives:
         check_whole(archive, allow_truncated)
-    before = [_stat(archive) for archive in archives]
-    scanned: list[list[Record]] = []
-    counts: Counter[str] = Counter()
-    copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
-    if [_stat(archive) for archive in archives] != before:
-        raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
     written: Counter[str] = Counter()
-    with replacing(out) as target:
+    with output.open() as target:  # before the import: a folder OUT cannot be written to fails now
+        before = [_stat(archive) for archive in archives]
+        scanned: list[list[Record]] = []
+        counts: Counter[str] = Counter()
+        copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
+        if [_stat(archive) for archive in archives] != before:
+            raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
         for number, (archive, records) in enumerate(zip(archives, scanned)):
             dropped = copies.get(number, {})
             left_out = set() if keep_revisits else companions(records, dropped)
@@ -114,7 +118,8 @@ def filter_(
     size = sum(os.path.getsize(archive) for archive in archives)
     click.echo(
         f"read {read} records ({size} bytes), {sum(map(len, copies.values()))} duplicate pages; "
-        f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)"
+        f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)",
+        err=output.is_stdout(),
     )
     if counts["bad"]:
         click.get_current_context().exit(1)
@@ -253,19 +258,3 @@ def revisit(raw: bytes, row: dict[str, Any], kept: Record | None, gzipped: bool)
     )
     writer.write_record(record)
     return buffer.getvalue()
-
-
-@contextmanager
-def replacing(path: str) -> Iterator[IO[bytes]]:
-    """A file written beside `path` that becomes `path` only when the block ends without error."""
-    descriptor, temporary = tempfile.mkstemp(dir=Path(path).parent, prefix=f".{Path(path).name}.")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            yield file
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    os.replace(temporary, path)

@@ -3,10 +3,14 @@ command opens the index.
 
 Library errors become one line on stderr and a non-zero exit: 2 when the database cannot
 be opened or has no simhash tables, 1 for everything else (click's own usage errors exit 2 too).
+Ctrl-C (SIGINT) and SIGTERM stop a command as an error does (its worker processes stopped,
+its transactions committed or rolled back, a file being written removed): one line, and
+the shell's exit status for the signal, 130 or 143.
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -34,10 +38,31 @@ class DatabaseError(click.ClickException):
     exit_code = 2
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be, so that it stops a command as cleanly."""
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM raise Terminated in the main thread."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 class _Group(click.Group):
     """Turns the library's errors into one-line click errors, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        except KeyboardInterrupt as exc:
+            stopped_by = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+            click.echo(f"Interrupted ({stopped_by.name}): stopped", err=True)
+            ctx.exit(128 + stopped_by)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (IndexUnavailableError, IndexNotFoundError, SchemaVersionError, LayoutMismatchError) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
@@ -180,8 +181,11 @@ def _import_pages(
     core.open().result()
     try:
         yield from _decided(core, dry_run, files, counts, strict, records, allow_truncated)
-    finally:
-        core.close().result()
+    except BaseException:  # an error, Ctrl-C, or the reader gone: stop the workers, decide no more
+        with contextlib.suppress(Exception):  # closing a full disk's index can fail too: the first error is told
+            core.close(now=True).result()
+        raise
+    core.close().result()
 
 
 Pending = tuple[str, "Future[Match | None] | str"]  # (url, its decision, or the outcome it had without one)

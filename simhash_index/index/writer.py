@@ -90,9 +90,16 @@ class BatchWriter(Generic[Item, Answer]):
         for (_, future), answer in zip(running, answers):
             future.set_result(answer)
 
-    def close(self) -> None:
-        """Decide what is queued, then stop the thread."""
+    def close(self, *, cancel: bool = False) -> None:
+        """Decide what is queued (with `cancel`, cancel it instead), then stop the thread once
+        the batch being decided is done."""
         if not self._closed:
             self._closed = True
+            while cancel:
+                try:
+                    queued = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                queued[1].cancel()  # type: ignore[index]
             self._queue.put(_CLOSE)
             self._thread.join()

@@ -1,0 +1,292 @@
+"""How `import` and `filter` end when something ends them: a full disk, Ctrl-C, SIGTERM,
+SIGKILL. Real `simhash-index` processes with worker processes, real signals, real files."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sites import english_article, page
+from test_warc import write_archive
+
+pytestmark = [pytest.mark.early, pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, sends signals")]
+
+CLI = [sys.executable, "-c", "from simhash_index.cli import main; main()"]
+PAGES = 2000  # far more than the import gets through before the test stops it
+HANG = 60  # seconds after which a command that has not ended counts as hung
+SMALL_DISK = 400 * 1024  # fills after a few hundred pages
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """PAGES different HTML pages as a JSON lines corpus: extraction keeps the workers busy."""
+    path = tmp_path_factory.mktemp("corpus") / "pages.jsonl"
+    with path.open("w") as out:
+        for number in range(PAGES):
+            html = page(f"Story {number}", english_article(number))
+            out.write(json.dumps({"url": f"https://e.example/{number}", "html": html}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def archive(corpus: Path) -> Path:
+    """The corpus as a gzipped WARC, for `filter`."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    path = corpus.with_name("pages.warc.gz")
+    with corpus.open() as lines, path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for line in lines:
+            row = json.loads(line)
+            data = row["html"].encode()
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+            record = writer.create_warc_record(
+                row["url"], "response", payload=io.BytesIO(data), length=len(data), http_headers=http
+            )
+            writer.write_record(record)
+    return path
+
+
+def workers_of(pid: int) -> list[int]:
+    """The child processes of `pid` (its worker processes)."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            children += [int(child) for child in (task / "children").read_text().split()]
+    return children
+
+
+def gone(pids: list[int]) -> bool:
+    """Wait until none of `pids` runs any more (a zombie has ended); False after HANG seconds."""
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        running = []
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    running.append(pid)
+        if not running:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def stored(db: Path) -> int:
+    """The pages the SQLite index holds (0 before its first commit)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            return int(conn.execute("SELECT count(*) FROM simhash_documents").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def started(process: subprocess.Popen[bytes], db: Path) -> list[int]:
+    """Wait until the import has committed pages (its workers busy on the next ones); its workers."""
+    deadline = time.monotonic() + HANG
+    while stored(db) == 0:
+        assert process.poll() is None, "the import ended before the test could stop it"
+        assert time.monotonic() < deadline, "the import stored nothing"
+        time.sleep(0.05)
+    workers = workers_of(process.pid)
+    assert len(workers) == 2
+    return workers
+
+
+def busy(workers: list[int]) -> None:
+    """Wait until every worker is running (extracting pages), not waiting for a job."""
+    deadline = time.monotonic() + HANG
+    while not all(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "R" for pid in workers):
+        assert time.monotonic() < deadline, "the workers never ran at once"
+        time.sleep(0.01)
+
+
+def ended(process: subprocess.Popen[bytes]) -> int:
+    """The exit status; a process that has not ended after HANG seconds is killed, and the test fails."""
+    try:
+        return process.wait(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        pytest.fail(f"hung: still running {HANG} s later")
+
+
+def start(arguments: list[str], stderr: Path, **options: object) -> subprocess.Popen[bytes]:
+    """`simhash-index ARGUMENTS` in a process group of its own (a terminal's job), stderr to a file."""
+    with stderr.open("wb") as errors:
+        return subprocess.Popen(
+            [*CLI, *arguments],
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+            **options,  # type: ignore[arg-type]
+        )
+
+
+def integrity(db: Path) -> str:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+# -- item 12: Ctrl-C, and SIGTERM taken as it ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("signal_", "to", "status"),
+    [
+        (signal.SIGINT, "group", 130),  # Ctrl-C at a terminal: the whole foreground job gets it
+        (signal.SIGINT, "process", 130),
+        (signal.SIGTERM, "process", 143),
+    ],
+    ids=["ctrl-c", "sigint", "sigterm"],
+)
+def test_an_interrupted_import_stops_at_once_on_one_line(
+    corpus: Path, tmp_path: Path, signal_: signal.Signals, to: str, status: int
+) -> None:
+    db, errors = tmp_path / "index.db", tmp_path / "stderr"
+    process = start(["import", "--db", f"sqlite:///{db}", "--workers", "2", str(corpus)], errors)
+    workers = started(process, db)
+    (os.killpg if to == "group" else os.kill)(process.pid, signal_)
+    assert ended(process) == status
+    assert gone(workers)
+    assert errors.read_text().splitlines() == [f"Interrupted ({signal_.name}): stopped"]
+    assert integrity(db) == "ok"
+    assert 0 < stored(db) < PAGES
+
+
+# -- item 13: the caller killed, its workers orphaned -----------------------------------
+
+
+def test_workers_of_a_killed_import_exit_quietly(corpus: Path, tmp_path: Path) -> None:
+    db, errors = tmp_path / "index.db", tmp_path / "stderr"
+    process = start(["import", "--db", f"sqlite:///{db}", "--workers", "2", str(corpus)], errors)
+    workers = started(process, db)
+    dumps = {Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2].decode()).parent for pid in workers}
+    busy(workers)  # each has pages in hand: one idle would see its pipe close, and stop quietly anyway
+    process.kill()
+    assert ended(process) == -signal.SIGKILL
+    assert gone(workers)  # each was extracting pages: it notices its caller is gone
+    assert errors.read_text() == ""  # their stderr is the import's: no BrokenPipeError there
+    assert len(dumps) == 1 and not dumps.pop().exists()  # their crash dumps' folder, empty, removed
+    assert integrity(db) == "ok"
+
+
+def test_a_pool_worker_whose_caller_is_killed_mid_job_exits_quietly(tmp_path: Path) -> None:
+    """As a crawl's workers do when the crawl is killed: the job need not end first."""
+    script = (
+        "import sys; from simhash_index.workers import WorkerPool; import worker_jobs\n"
+        "pool = WorkerPool(worker_jobs.misbehave, size=1, timeout=None)\n"
+        "print(pool.pids()[0], flush=True)\n"
+        "pool.run('hang')\n"
+    )
+    tests = str(Path(__file__).parent)
+    errors = tmp_path / "stderr"
+    with (
+        errors.open("wb") as stderr,
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])},
+        ) as caller,
+    ):
+        assert caller.stdout is not None
+        worker = int(caller.stdout.readline())
+        caller.kill()
+    assert gone([worker])  # its job sleeps a minute
+    assert errors.read_text() == ""
+
+
+def test_a_killed_filter_leaves_a_partial_file_by_name_that_the_next_run_removes(archive: Path, tmp_path: Path) -> None:
+    """Item 4: SIGKILL leaves OUT as it was and the partial file beside it, named for OUT; the
+    next run writing OUT removes it."""
+    db, errors, out = tmp_path / "index.db", tmp_path / "stderr", tmp_path / "out.warc.gz"
+    out.write_bytes(b"the previous run's archive")
+    process = start(["filter", "--db", f"sqlite:///{db}", "--workers", "2", str(archive), str(out)], errors)
+    workers = started(process, db)
+    left = sorted(tmp_path.glob("out.warc.gz.partial-*"))
+    process.kill()
+    assert ended(process) == -signal.SIGKILL
+    assert gone(workers)
+    assert len(left) == 1 and left[0].exists()
+    assert out.read_bytes() == b"the previous run's archive"
+    small = tmp_path / "small.warc.gz"
+    write_archive(small, compress=True)
+    rerun = subprocess.run(
+        [*CLI, "filter", "--db", f"sqlite:///{tmp_path / 'again.db'}", "--workers", "0", str(small), str(out)],
+        capture_output=True,
+        timeout=HANG,
+        check=False,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert rerun.stderr.decode().splitlines() == [f"removed {left[0]}, left by an earlier run that did not finish"]
+    assert not list(tmp_path.glob("out.warc.gz.partial-*"))
+    assert out.read_bytes().startswith(b"\x1f\x8b")
+
+
+# -- item 11: a full disk --------------------------------------------------------------
+
+
+def _namespace_mount(folder: Path) -> list[str] | None:
+    """A command prefix that runs a command with a SMALL_DISK tmpfs mounted on `folder`, in a
+    mount namespace of its own (root is not needed where user namespaces are allowed); None
+    where it cannot."""
+    if shutil.which("unshare") is None:
+        return None
+    prefix = [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        f'mount -t tmpfs -o size={SMALL_DISK} tmpfs "$0" && exec "$@"',
+        str(folder),
+    ]
+    probe = subprocess.run([*prefix, "true"], capture_output=True, check=False)
+    return prefix if probe.returncode == 0 else None
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> list[str]:
+    """A command prefix that runs a command with a real tmpfs of SMALL_DISK bytes mounted on
+    tmp_path / "small" (ENOSPC: "database or disk is full"). A file size limit (RLIMIT_FSIZE)
+    is no stand-in: its EFBIG reached the same error line but not the hang."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    prefix = _namespace_mount(folder)
+    if prefix is None:
+        pytest.skip("cannot mount a tmpfs here: needs unshare and user namespaces")
+    return prefix
+
+
+@pytest.mark.parametrize("command", ["import", "filter"])
+def test_a_disk_filling_up_ends_the_command_with_its_error(
+    corpus: Path, archive: Path, tmp_path: Path, small_disk: list[str], command: str
+) -> None:
+    db = f"sqlite:///{tmp_path / 'small' / 'index.db'}"
+    given = [str(corpus)] if command == "import" else [str(archive), str(tmp_path / "out.warc.gz")]
+    errors = tmp_path / "stderr"
+    with errors.open("wb") as stderr:
+        process = subprocess.Popen(
+            [*small_disk, *CLI, command, "--db", db, "--workers", "2", *given],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    status = ended(process)
+    assert errors.read_text().splitlines() == [f"Error: database {db} is unavailable: database or disk is full"]
+    assert status == 2  # as with --workers 0: the index cannot be written
+    assert not (tmp_path / "out.warc.gz").exists()
