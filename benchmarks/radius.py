@@ -1,14 +1,14 @@
-"""What each search radius costs at scale: SQLite, blocks layout, realistic pages, beside the `simhash` package.
+"""What each search radius costs at scale: SQLite, blocks layout, generated sites, beside the `simhash` package.
 
-    python -m benchmarks.radius --n 1000000 --radii 3,4,5,6,7 --peer-radii 3,6 --write
+    python -m benchmarks.radius --n 1000000 --radii 3,4,5,6,7 --peer-radii 3,6 [--workload realistic|crowded] --write
 
-Loads n realistic fingerprints (benchmarks/workloads/realistic.py: sites with templates, reused
-paragraphs and near copies) into one SQLite index, then, for each radius in interleaved rounds
-(medians): query() of held-out pages of the same sites (new pages), the stored fingerprints a
-lookup returns, and batched decisions: check_and_add_many in batches of 64 of held-out pages, the
-pages forgotten after each round so every round starts from the same index. The `simhash`
-package's SimhashIndex(k=r) (pure Python, in memory) answers the same lookups at the radii of
---peer-radii.
+Loads n fingerprints of generated sites (benchmarks/workloads/realistic.py: sites with templates,
+reused paragraphs and near copies; --workload realistic or crowded) into one SQLite index, then,
+for each radius in interleaved rounds (medians): query() of held-out pages of the same sites (new
+pages), the stored fingerprints a lookup returns, and batched decisions: check_and_add_many in
+batches of 64 of held-out pages, the pages forgotten after each round so every round starts from
+the same index. The `simhash` package's SimhashIndex(k=r) (pure Python, in memory) answers the
+same lookups at the radii of --peer-radii.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checks", type=int, default=BATCH * 40, help="decisions a round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workers", type=int, default=2, help="processes generating pages")
+    p.add_argument("--workload", choices=("realistic", "crowded"), default="realistic", help="the sites' model")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--write", action="store_true", help="replace this run's section of docs/performance.md")
     return p
@@ -105,7 +106,7 @@ def main() -> None:
     args = p.parse_args()
     radii = [int(r) for r in args.radii.split(",")]
     began, load_before = stamp(), machine()
-    fps, keys, held = realistic(args.n, args.seed, args.workers)
+    fps, keys, held = realistic(args.n, args.seed, args.workers, args.workload)
     rng = random.Random(args.seed)
     fresh = [int(fp) for fp in rng.sample(held.tolist(), args.queries + args.checks)]
     queries, checks = fresh[: args.queries], fresh[args.queries :]
@@ -164,7 +165,7 @@ def main() -> None:
 
 `{command()}` — {began}; {load_before} (at the start).
 
-{len(keys):,} realistic pages (benchmarks/workloads/realistic.py) in one SQLite index, blocks layout; lookups of
+{len(keys):,} {args.workload} pages (benchmarks/workloads/realistic.py) in one SQLite index, blocks layout; lookups of
 {len(queries)} and decisions on {len(checks):,} held-out pages of the same sites (new pages; some near copies),
 {args.rounds} interleaved rounds, medians; each round's decided pages forgotten after it. "entries/decision":
 the block index entries a decision's probes read; "scan floor/s": decisions/s if a batch cost no more
@@ -179,7 +180,7 @@ The `simhash` package's `SimhashIndex(k=r)` over the same pages and lookups (pur
 """
     print(body, flush=True)
     if args.write:
-        write_section("radius", body)
+        write_section("radius" if args.workload == "realistic" else f"radius {args.workload}", body)
 
 
 if __name__ == "__main__":
