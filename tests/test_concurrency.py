@@ -118,26 +118,32 @@ def run_workers(target, per_worker: list, expected_reports: int) -> list[tuple[i
     return reports
 
 
+def race_work(
+    groups: list[list[int]], rng: random.Random, salt: str
+) -> tuple[dict[str, tuple[int, int, int]], list[list[tuple[str, int, int]]]]:
+    """Every process gets every member of every group, under its own keys, in its own order; the
+    same member has the same text (text hash, `salt` making it the round's) in every process.
+    Returns {key: (group, fingerprint, text_hash)} and each process's (key, fingerprint, text_hash)."""
+    pages: dict[str, tuple[int, int, int]] = {}
+    work: list[list[tuple[str, int, int]]] = []
+    for process in range(PROCESSES):
+        items = []
+        for g, members in enumerate(groups):
+            for m, fingerprint in enumerate(members):
+                key = f"https://p{process}.example/g{g}/m{m}"
+                pages[key] = (g, fingerprint, xxhash.xxh64_intdigest(f"{salt}{g}/{m}".encode()))
+                items.append((key, *pages[key][1:]))
+        rng.shuffle(items)
+        work.append(items)
+    return pages, work
+
+
 @pytest.mark.parametrize("batch", [1, 8])
 def test_concurrent_check_and_add(fresh_db_urls, batch):
-    # every process gets every member of every group, under its own keys, in its own order;
-    # the same member has the same text (text hash) in every process: an exact duplicate
     rounds = []  # (url, pages: key -> (group, fingerprint, text_hash), work per process)
     for number in range(ROUNDS):
         rng = random.Random(number)
-        groups = make_groups(rng)
-        pages: dict[str, tuple[int, int, int]] = {}
-        work: list[list[tuple[str, int, int]]] = []
-        for process in range(PROCESSES):
-            items = []
-            for g, members in enumerate(groups):
-                for m, fingerprint in enumerate(members):
-                    key = f"https://p{process}.example/g{g}/m{m}"
-                    text_hash = xxhash.xxh64_intdigest(f"{number}/{g}/{m}".encode())
-                    pages[key] = (g, fingerprint, text_hash)
-                    items.append((key, fingerprint, text_hash))
-            rng.shuffle(items)
-            work.append(items)
+        pages, work = race_work(make_groups(rng), rng, salt=f"{number}/")
         url = fresh_db_urls()
         SimhashIndex(url).close()  # create the tables before the race
         rounds.append((url, pages, work))
@@ -252,17 +258,7 @@ def test_writers_stay_atomic_while_another_process_changes_other_pages(request, 
         first = f"SELECT id FROM simhash_documents ORDER BY id LIMIT {CHURN // 2}"
         conn.exec_driver_sql(f"UPDATE simhash_documents SET stored_at = {when} WHERE id IN ({first})")
     engine.dispose()
-    pages: dict[str, tuple[int, int, int]] = {}
-    work: list[list[tuple[str, int, int]]] = []
-    for process in range(PROCESSES):
-        items = []
-        for g, members in enumerate(groups):
-            for m, fingerprint in enumerate(members):
-                key = f"https://p{process}.example/g{g}/m{m}"
-                pages[key] = (g, fingerprint, xxhash.xxh64_intdigest(f"{g}/{m}".encode()))
-                items.append((key, fingerprint, pages[key][2]))
-        rng.shuffle(items)
-        work.append(items)
+    pages, work = race_work(groups, rng, salt="")
     jobs = [("write", [(url, items)]) for items in work] + [("churn", url, far)]
     reports = run_workers(write_or_churn, jobs, PROCESSES + 1)
     returned = {key: value for _, _, detail in reports for key, value in detail.items()}
