@@ -88,7 +88,6 @@ def filter_(
         raise click.BadParameter("is an archive read: write to another file", param_hint="OUT")
     for archive in archives:
         check_whole(archive, allow_truncated)
-    written: Counter[str] = Counter()
     with output.open() as target:  # before the import: a folder OUT cannot be written to fails now
         before = [_stat(archive) for archive in archives]
         scanned: list[list[Record]] = []
@@ -96,23 +95,7 @@ def filter_(
         copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
         if [_stat(archive) for archive in archives] != before:
             raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
-        for number, (archive, records) in enumerate(zip(archives, scanned)):
-            dropped = copies.get(number, {})
-            left_out = set() if keep_revisits else companions(records, dropped)
-            with open(archive, "rb") as source:
-                for record in records:
-                    if record.offset in left_out:
-                        continue
-                    raw = _raw(source, record, gzipped)
-                    if record.offset in dropped:
-                        if not keep_revisits:
-                            continue
-                        row, kept = dropped[record.offset]
-                        raw = revisit(raw, row, kept, gzipped)
-                        written["revisits"] += 1
-                    target.write(raw)
-                    written["records"] += 1
-                    written["bytes"] += len(raw)
+        written = _write_survivors(target, archives, scanned, copies, keep_revisits, gzipped)
     revisits = f" ({written['revisits']} revisits)" if keep_revisits else ""
     read = sum(len(records) for records in scanned)
     size = sum(os.path.getsize(archive) for archive in archives)
@@ -123,6 +106,37 @@ def filter_(
     )
     if counts["bad"]:
         click.get_current_context().exit(1)
+
+
+def _write_survivors(
+    target: IO[bytes],
+    archives: Sequence[str],
+    scanned: list[list[Record]],
+    copies: dict[int, dict[int, tuple[dict[str, Any], Record | None]]],
+    keep_revisits: bool,
+    gzipped: bool,
+) -> Counter[str]:
+    """The second pass: each archive's records copied to `target` but the copies (a revisit in
+    their place with `keep_revisits`, else left out with their companions); what was written."""
+    written: Counter[str] = Counter()
+    for number, (archive, records) in enumerate(zip(archives, scanned)):
+        dropped = copies.get(number, {})
+        left_out = set() if keep_revisits else companions(records, dropped)
+        with open(archive, "rb") as source:
+            for record in records:
+                if record.offset in left_out:
+                    continue
+                raw = _raw(source, record, gzipped)
+                if record.offset in dropped:
+                    if not keep_revisits:
+                        continue
+                    row, kept = dropped[record.offset]
+                    raw = revisit(raw, row, kept, gzipped)
+                    written["revisits"] += 1
+                target.write(raw)
+                written["records"] += 1
+                written["bytes"] += len(raw)
+    return written
 
 
 def check_whole(archive: str, allow_truncated: bool) -> None:
