@@ -19,15 +19,19 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
-_CHUNK = 512  # shingles per block: a block's k permutations of each fit in the CPU's cache
+_CHUNK = 128  # shingles per block: a block's k permutations of each (256 KiB at k=256) stay in the CPU's cache
 
 
 def _permutations(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stable multipliers (odd) and offsets for k universal hash permutations, repeated _CHUNK
-    times: the operands of a block's multiply and add, element for element (NumPy's fast loops)."""
+    """Stable multipliers (odd) and offsets for k universal hash permutations, as _CHUNK rows of
+    k: the operands of a block's multiply and add, element for element (NumPy's fast loops; a
+    broadcast row is slower)."""
     a = [xxhash.xxh64_intdigest(f"a{i}".encode()) | 1 for i in range(k)]
     b = [xxhash.xxh64_intdigest(f"b{i}".encode()) for i in range(k)]
-    return np.tile(np.array(a, dtype=np.uint64), _CHUNK), np.tile(np.array(b, dtype=np.uint64), _CHUNK)
+    return (
+        np.tile(np.array(a, dtype=np.uint64), (_CHUNK, 1)),
+        np.tile(np.array(b, dtype=np.uint64), (_CHUNK, 1)),
+    )
 
 
 _PERMUTATIONS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -46,12 +50,14 @@ def minhash(shingles: Iterable[str], k: int = DEFAULT_SLOTS) -> bytes:
         _PERMUTATIONS[k] = _permutations(k)
     a, b = _PERMUTATIONS[k]
     best = np.full(k, np.iinfo(np.uint64).max, dtype=np.uint64)
+    rows = np.empty((min(_CHUNK, hashes.size), k), dtype=np.uint64)
     for start in range(0, hashes.size, _CHUNK):
         block = hashes[start : start + _CHUNK]
-        permuted = np.repeat(block, k)  # row i: hash i, k times
-        permuted *= a[: permuted.size]  # wraps mod 2**64, as intended
-        permuted += b[: permuted.size]
-        np.minimum(best, permuted.reshape(block.size, k).min(axis=0), out=best)
+        permuted = rows[: block.size]
+        permuted[:] = block[:, None]  # row i: hash i, k times
+        permuted *= a[: block.size]  # wraps mod 2**64, as intended
+        permuted += b[: block.size]
+        np.minimum(best, permuted.min(axis=0), out=best)
     # Bits 32-39 of the minimum: equal when the same shingle wins, equal by chance 1 time in 256.
     sketch: bytes = ((best >> np.uint64(32)) & np.uint64(0xFF)).astype(np.uint8).tobytes()
     return sketch

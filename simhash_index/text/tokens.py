@@ -14,11 +14,12 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable
 from itertools import chain
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import numpy as np
 
 from . import chars
+from .segmenter import HanSegmenter
 
 _HAN = "".join(f"{chr(low)}-{chr(high)}" for low, high in chars.HAN_RANGES)
 _JOINED = rf"(?:(?<=\d)[.,](?=\d)[^\W{_HAN}]+)*"  # a dot or comma between digits continues a word
@@ -38,21 +39,21 @@ _NUMBER = re.compile(r"\d[\d.,]*")  # \d is str.isdecimal
 CJK_PAGE_SHARE = 0.05  # a page is CJK when at least this share of its word characters are
 
 _jieba_lock = threading.Lock()
-_jieba: Any = None
+_segmenter: HanSegmenter | None = None
 
 
-def _jieba_cut() -> Callable[..., list[str]]:
-    """jieba's cutter, initialised once per process with its log quiet."""
-    global _jieba
-    if _jieba is None:
+def _han_cut() -> Callable[[str], list[str]]:
+    """jieba's accurate-mode cut (text.segmenter), set up once per process with jieba's log quiet."""
+    global _segmenter
+    if _segmenter is None:
         with _jieba_lock:
-            if _jieba is None:
+            if _segmenter is None:
                 import jieba
 
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
-                _jieba = jieba
-    return cast("Callable[..., list[str]]", _jieba.lcut)
+                _segmenter = HanSegmenter(jieba)
+    return _segmenter.cut
 
 
 def normalize(text: str, *, form: str | None = "NFKC", casefold: bool = True) -> str:
@@ -133,7 +134,7 @@ class _Memo(dict[str, tuple[str, ...]]):
 
 def _segment(run: str) -> tuple[str, ...]:
     """jieba's words of a Han run; any other token is a word by itself."""
-    return tuple(_jieba_cut()(run, HMM=True)) if _HAS_HAN.match(run) else (run,)
+    return tuple(_han_cut()(run)) if _HAS_HAN.match(run) else (run,)
 
 
 _SEGMENTED = _Memo(_segment)
