@@ -5,8 +5,8 @@ dictionary word that starts there; the route of highest summed log frequency win
 the longer word; runs of single characters that are not a dictionary word go to its HMM
 (`jieba.finalseg`). Its own code builds the candidate lists as a dict of lists and takes each
 maximum with a generator of tuples. `HanSegmenter` walks the same candidates in one loop per
-character, with each word's log frequency computed once, by the same float operations in the same
-order, so the route and the words are jieba's own; jieba's dictionary, regular expressions and HMM
+character, scoring them by the same float operations in the same order, so the route and the
+words are jieba's own; jieba's dictionary, regular expressions and HMM
 are used as they are. tests/test_segmenter.py holds the two together.
 """
 
@@ -18,18 +18,15 @@ from typing import Any
 
 
 class HanSegmenter:
-    """`cut(text)` equals `jieba.lcut(text, HMM=True)` for jieba's default dictionary as loaded
-    when this segmenter was made (a word added to jieba later is not seen, as in a cache)."""
+    """`cut(text)` equals `jieba.lcut(text, HMM=True)`, with jieba's default dictionary as it is
+    at each call."""
 
     def __init__(self, jieba: Any) -> None:
-        tokenizer = jieba.dt
-        tokenizer.check_initialized()
-        self._freq: dict[str, int] = tokenizer.FREQ
-        self._logtotal = math.log(tokenizer.total)
+        self._tokenizer = jieba.dt
+        self._tokenizer.check_initialized()
         self._blocks = jieba.re_han_default
         self._skip = jieba.re_skip_default
         self._hmm: Callable[[str], Any] = jieba.finalseg.cut
-        self._weights: dict[str, float] = {}
 
     def cut(self, text: str) -> list[str]:
         """jieba's words of `text`, in order (its `cut`, accurate mode with the HMM)."""
@@ -48,9 +45,10 @@ class HanSegmenter:
         return words
 
     def _route(self, block: str) -> list[int]:
-        """For each position, where the best route's word from there ends (exclusive). A word's
-        weight is jieba's log(frequency) - log(total), kept once computed."""
-        freq, weights, logtotal = self._freq, self._weights, self._logtotal
+        """For each position, where the best route's word from there ends (exclusive); a word
+        weighs log(frequency) - log(total), as jieba's `calc` computes it."""
+        freq: dict[str, int] = self._tokenizer.FREQ
+        logtotal, log = math.log(self._tokenizer.total), math.log
         alone = math.log(1) - logtotal  # a character that is no word: jieba counts it once
         size = len(block)
         scores = [0.0] * (size + 1)
@@ -64,10 +62,7 @@ class HanSegmenter:
             count = freq.get(fragment)
             while count is not None:  # jieba's prefix dictionary: a count of 0 marks a prefix
                 if count:
-                    weight = weights.get(fragment)
-                    if weight is None:
-                        weight = weights[fragment] = math.log(count) - logtotal
-                    score = weight + scores[end]
+                    score = log(count) - logtotal + scores[end]
                     if not found or score >= best_score:  # jieba's max of (score, end): ties to the later end
                         best_score, best_end, found = score, end, True
                 if end == size:
@@ -101,7 +96,7 @@ class HanSegmenter:
     def _flush(self, single: str, words: list[str]) -> None:
         if len(single) == 1:
             words.append(single)
-        elif not self._freq.get(single):
+        elif not self._tokenizer.FREQ.get(single):
             words.extend(self._hmm(single))
         else:
             words.extend(single)
