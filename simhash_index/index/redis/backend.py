@@ -52,7 +52,7 @@ except ImportError as missing:
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "2"  # of the key layout (docs/schema.md); version 1 had no sketches
 STREAM_ROWS = 1000  # log entries read at a time
-PAGES_PER_CALL = 250  # pages stored by one script call in a bulk load: a few ms of the server each
+PAGES_PER_CALL = 100  # pages (or texts, or keys to forget) a script call: under ~50 ms of the server on a busy machine
 # A `check` call is sent at most CHECK_PAGES pages and stops after the page that ends CHECK_US
 # microseconds (the server's clock) after the call began; the client sends the rest in another
 # call. So a Redis shared with other clients (a scrapy-redis scheduler) is never held by one call
