@@ -166,6 +166,32 @@ def test_an_interrupted_import_stops_at_once_on_one_line(
     assert 0 < stored(db) < PAGES
 
 
+def test_ctrl_c_while_the_command_line_loads_stops_it_on_one_line(tmp_path: Path) -> None:
+    # The console script's own entry point, interrupted as it begins importing the commands:
+    # the signal is sent by an import hook at that moment, so the test does not race the start-up.
+    script = (
+        "import builtins, os, signal\n"
+        "real = builtins.__import__\n"
+        "def hooked(name, *args, **kwargs):\n"
+        "    if name == 'cli':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = hooked\n"
+        "from simhash_index.console import main\n"
+        "main()\n"
+    )
+    db = tmp_path / "index.db"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "stats", "--db", f"sqlite:///{db}"],
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+        check=False,
+    )
+    assert (done.returncode, done.stderr.splitlines(), done.stdout) == (130, ["Interrupted (SIGINT): stopped"], "")
+    assert not db.exists()
+
+
 # -- item 13: the caller killed, its workers orphaned -----------------------------------
 
 
