@@ -1,5 +1,5 @@
-"""`import` and `filter` on broken archives: cut short, a Content-Length that does not match
-its record (too large, too small, past any file), a gzip bomb. Each is one line naming the
+"""`import` and `filter` on broken archives: cut short, corrupt gzip data, a Content-Length that
+does not match its record (too large, too small, past any file), a gzip bomb. Each is one line naming the
 record's byte offset, never a traceback or warcio's raw warning, and never hides the pages
 around it."""
 
@@ -138,6 +138,46 @@ def test_a_wrong_content_length_is_one_line_and_hides_no_page(tmp_path: Path, co
     assert filtered.exit_code == 1 and filtered.stderr.count("\n") == 1 and "Content-Length" in filtered.stderr
     assert out.read_bytes() == archive.read_bytes()  # every record copied, the bad one too
     assert "Traceback" not in result.output + filtered.output
+
+
+# -- corrupt gzip data ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", [0.1, 0.5, 0.9, -6], ids=["start", "middle", "end", "checksum"])
+def test_a_corrupt_gzip_member_is_one_line_and_hides_no_page(tmp_path: Path, where: float) -> None:
+    archive = tmp_path / "in.warc.gz"
+    offsets = write_pages(archive, compress=True)
+    data = bytearray(archive.read_bytes())
+    start, end = offsets[2], offsets[3]
+    at = end + int(where) if where < 0 else start + 10 + int((end - start - 18) * where)  # past the gzip header
+    data[at : at + 4] = bytes(byte ^ 0x5A for byte in data[at : at + 4])
+    archive.write_bytes(bytes(data))
+
+    db = f"sqlite:///{tmp_path / 'i.db'}"
+    result = run("import", "--db", db, "--workers", "0", str(archive))
+    assert result.exit_code == 1
+    assert result.stdout == f"kept {PAGES - 1}, dropped 0, skipped 0 (no text), 1 bad records skipped\n"
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: {archive} record at byte {offsets[2]}: its gzip data is broken (")
+    assert pages_in(db) == PAGES - 1  # the pages after it are all read
+
+    out = tmp_path / "out.warc.gz"
+    filtered = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert filtered.exit_code == 1 and filtered.stderr.count("\n") == 1 and "gzip data is broken" in filtered.stderr
+    assert out.read_bytes() == archive.read_bytes()  # every record copied, the corrupt one too
+    assert "Traceback" not in result.output + filtered.output
+
+
+def test_a_corrupt_last_gzip_member_ends_the_archive_as_a_bad_record(tmp_path: Path) -> None:
+    archive = tmp_path / "in.warc.gz"
+    offsets = write_pages(archive, compress=True)
+    data = bytearray(archive.read_bytes())
+    middle = (offsets[-2] + offsets[-1]) // 2
+    data[middle : middle + 4] = bytes(byte ^ 0x5A for byte in data[middle : middle + 4])
+    archive.write_bytes(bytes(data))
+    records = list(scan(str(archive), pages=False))
+    assert [record.offset for record, _ in records] == offsets[:-1]
+    assert [record.error is not None for record, _ in records] == [False] * (PAGES - 1) + [True]
 
 
 # -- a gzip bomb ----------------------------------------------------------------------

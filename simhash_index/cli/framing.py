@@ -12,13 +12,15 @@ one. Each record here is checked once read to its end:
 - framing: its block is not as long as its Content-Length says (or it has none). The record
   comes with `error` set, and reading starts again at the next record: the next gzip member,
   or, in a plain archive, the next line that starts a record.
+- corrupt: a gzip member whose data cannot be inflated comes as a record with `error` set, and
+  reading starts again at the next gzip member whose data begins with a record.
 """
 
 from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Generic, TypeVar
 
@@ -27,9 +29,11 @@ CHUNK = 1 << 20  # bytes read at a time when skipping to a record's end
 _INFLATE_AT_ONCE = 1 << 24  # bytes of a gzip member inflated at a time when skipping it
 # where a record starts in a plain archive: a WARC version line after a blank line, or an ARC
 # record's header line (URL, IP address, 14-digit date, media type, length)
-_RECORD_START = re.compile(
-    rb"\n\r?\n(?=WARC/1\.[01]\r?\n)|\n(?=(?:https?|ftp|dns|filedesc):\S* \S+ \d{14} \S+ \d+\r?\n)"
-)
+_WARC_LINE = rb"WARC/1\.[01]\r?\n"
+_ARC_LINE = rb"(?:https?|ftp|dns|filedesc):\S* \S+ \d{14} \S+ \d+\r?\n"
+_RECORD_START = re.compile(rb"\n\r?\n(?=" + _WARC_LINE + rb")|\n(?=" + _ARC_LINE + rb")")
+_FIRST_LINE = {"warc": re.compile(_WARC_LINE), "arc": re.compile(_ARC_LINE)}
+_GZIP_MAGIC = b"\x1f\x8b\x08"
 TOO_LARGE = "its Content-Length is too large to be read"
 WHOLE_GZIP = "gzipped as one stream, not record by record: recompress it (warcio recompress IN OUT)"
 
@@ -42,6 +46,13 @@ class BrokenArchive(Exception):
         self.offset = offset
         self.reason = reason
         self.cut = cut
+
+
+class BrokenMember(BrokenArchive):
+    """A gzip member whose data is corrupt: the records after it are read from the next member."""
+
+    def __init__(self, offset: int, problem: str) -> None:
+        super().__init__(offset, f"its gzip data is broken ({problem})", cut=False)
 
 
 @dataclass(frozen=True)
@@ -61,41 +72,54 @@ def framed_records(
     stream: IO[bytes], size: int, kind: str, gzipped: bool, look: Callable[[Any], T]
 ) -> Iterator[Framed[T]]:
     """Each record of the `kind` ("warc" or "arc") archive in `stream` (`size` bytes), with
-    `look(record)` called on it before it is read to its end. Raises BrokenArchive at a record
-    cut short, or where warcio cannot read on."""
+    `look(record)` called on it before it is read to its end. A gzip member whose data is
+    corrupt comes as a record with `error` set, up to the next member that holds a record.
+    Raises BrokenArchive at a record cut short, or where warcio cannot read on."""
     position: int | None = stream.tell()
     while position is not None and position < size:
-        iterator, position = _iterator(stream, position), None
-        while True:
-            offset, warnings = iterator.offset, iterator.err_count
-            try:
-                record = next(iterator, None)
-            except OverflowError:  # warcio cannot read so many bytes
-                position = _resync(stream, offset, size, gzipped, None)
-                yield Framed(None, offset, position, None, TOO_LARGE)
-                break
-            except Exception as exc:  # warcio raises what it meets on bytes that are no record (AttributeError, ...)
-                raise _unreadable(stream, offset, size, gzipped, exc) from None
-            if record is None:
-                if iterator.offset < size:  # what follows the last record is not one
-                    raise _unreadable(stream, iterator.offset, size, gzipped, None)
-                return
-            looked = look(record)
-            missing = _read_block(record)
-            block_end = _position(iterator)
-            iterator.read_to_end()
-            error = _framing_error(record, iterator, missing, iterator.err_count > warnings, gzipped)
-            if error is None:
-                _check_whole(stream, iterator, offset, block_end, gzipped, size, 1 if kind == "arc" else 2)
-                yield Framed(record, offset, iterator.offset, looked, None)
-                continue
-            if gzipped and missing and _member_ended(iterator):  # the next member is a record of its own
-                yield Framed(record, offset, iterator.offset, looked, error)
-                continue
-            cut = None if missing == 0 else _cut_inside(record, missing)
-            position = _resync(stream, offset, size, gzipped, cut)
-            yield Framed(record, offset, position, looked, error)
-            break
+        try:
+            position = yield from _read_on(stream, position, size, kind, gzipped, look)
+        except BrokenMember as exc:
+            position = _next_member(stream, exc.offset + 1, size, kind)
+            yield Framed(None, exc.offset, position, None, exc.reason)
+
+
+def _read_on(
+    stream: IO[bytes], position: int, size: int, kind: str, gzipped: bool, look: Callable[[Any], T]
+) -> Generator[Framed[T], None, int | None]:
+    """The records from `position` on as one warcio iterator reads them; returns where to read
+    on after a record whose framing is wrong, or None at the archive's end."""
+    iterator = _iterator(stream, position)
+    while True:
+        offset, warnings = iterator.offset, iterator.err_count
+        try:
+            record = next(iterator, None)
+        except OverflowError:  # warcio cannot read so many bytes
+            position = _resync(stream, offset, size, gzipped, None)
+            yield Framed(None, offset, position, None, TOO_LARGE)
+            return position
+        except Exception as exc:  # warcio raises what it meets on bytes that are no record (AttributeError, ...)
+            raise _unreadable(stream, offset, size, gzipped, exc) from None
+        if record is None:
+            if iterator.offset < size:  # what follows the last record is not one
+                raise _unreadable(stream, iterator.offset, size, gzipped, None)
+            return None
+        looked = look(record)
+        missing = _read_block(record)
+        block_end = _position(iterator)
+        iterator.read_to_end()
+        error = _framing_error(record, iterator, missing, iterator.err_count > warnings, gzipped)
+        if error is None:
+            _check_whole(stream, iterator, offset, block_end, gzipped, size, 1 if kind == "arc" else 2)
+            yield Framed(record, offset, iterator.offset, looked, None)
+            continue
+        if gzipped and missing and _member_ended(iterator):  # the next member is a record of its own
+            yield Framed(record, offset, iterator.offset, looked, error)
+            continue
+        cut = None if missing == 0 else _cut_inside(record, missing)
+        position = _resync(stream, offset, size, gzipped, cut)
+        yield Framed(record, offset, position, looked, error)
+        return position
 
 
 def _iterator(stream: IO[bytes], position: int) -> Any:
@@ -178,7 +202,7 @@ def _check_whole(
     without the `line_ends` that end a record), or its gzip data is broken."""
     if gzipped:
         if iterator.reader.broken:
-            raise BrokenArchive(offset, f"its gzip data is broken ({iterator.reader.broken})", cut=False)
+            raise BrokenMember(offset, iterator.reader.broken)
         if iterator.next_line is None and not _member_ended(iterator):
             raise BrokenArchive(offset, "its gzip member ends before its end of stream", cut=True)
         return
@@ -244,7 +268,7 @@ def _member_end(stream: IO[bytes], offset: int) -> int | None:
             while inflater.unconsumed_tail and not inflater.eof:
                 inflater.decompress(inflater.unconsumed_tail, _INFLATE_AT_ONCE)
         except zlib.error as exc:
-            raise BrokenArchive(offset, f"its gzip data is broken ({exc})", cut=False) from None
+            raise BrokenMember(offset, str(exc)) from None
     return offset + read - len(inflater.unused_data)
 
 
@@ -262,3 +286,30 @@ def _next_record_start(stream: IO[bytes], start: int, size: int) -> int:
             return base + found.end()
         carried = window[-64:]
         base += len(window) - len(carried)
+
+
+def _next_member(stream: IO[bytes], start: int, size: int, kind: str) -> int:
+    """The offset of the first gzip member from `start` on whose data begins with a record's
+    first line, else `size`."""
+    position = start
+    while position < size:
+        stream.seek(position)
+        window = stream.read(CHUNK + len(_GZIP_MAGIC) - 1)  # a magic across two windows is found in the second
+        found = window.find(_GZIP_MAGIC)
+        while found != -1:
+            if _opens_record(stream, position + found, kind):
+                return position + found
+            found = window.find(_GZIP_MAGIC, found + 1)
+        position += max(1, len(window) - len(_GZIP_MAGIC) + 1)
+    return size
+
+
+def _opens_record(stream: IO[bytes], offset: int, kind: str) -> bool:
+    """Whether a gzip member starts at `offset` and its data begins with a record's first line."""
+    stream.seek(offset)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        head = inflater.decompress(stream.read(4096), 512)
+    except zlib.error:
+        return False
+    return _FIRST_LINE[kind].match(head) is not None
