@@ -222,6 +222,72 @@ def test_a_gzip_bomb_is_read_no_further_than_the_page_limit(tmp_path: Path) -> N
     )
 
 
+# -- brotli payloads --------------------------------------------------------------------
+
+
+def write_encoded(path: Path, bodies: list[tuple[bytes, list[tuple[str, str]]]]) -> list[int]:
+    """A gzipped archive of one response a body, each with its extra HTTP headers; the offsets."""
+    offsets = []
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=True)
+        for number, (body, headers) in enumerate(bodies):
+            http = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html; charset=utf-8"), *headers], protocol="HTTP/1.1"
+            )
+            url, payload = f"https://example.com/{number}", io.BytesIO(body)
+            record = writer.create_warc_record(url, "response", payload=payload, length=len(body), http_headers=http)
+            offsets.append(stream.tell())
+            writer.write_record(record)
+    return offsets
+
+
+def chunked(body: bytes, size: int = 1000) -> bytes:
+    pieces = [body[start : start + size] for start in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces) + b"0\r\n\r\n"
+
+
+def test_a_brotli_page_is_read_as_its_html(tmp_path: Path) -> None:
+    brotli = pytest.importorskip("brotli")
+    html = page("Roses", english_article(7)).encode()
+    archive = tmp_path / "br.warc.gz"
+    write_encoded(
+        archive,
+        [
+            (html, []),
+            (brotli.compress(html), [("Content-Encoding", "br")]),
+            (chunked(brotli.compress(html)), [("Content-Encoding", "br"), ("Transfer-Encoding", "chunked")]),
+            (html, [("Content-Encoding", "br")]),  # said to be brotli, and is not: read as it is
+        ],
+    )
+    result = run("import", "--db", f"sqlite:///{tmp_path / 'i.db'}", "--workers", "0", str(archive))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "kept 1, dropped 3, skipped 0 (no text)\n"  # the same text four times
+
+
+def test_a_brotli_bomb_is_read_no_further_than_the_page_limit(tmp_path: Path) -> None:
+    brotli = pytest.importorskip("brotli")
+    if not hasattr(brotli.Decompressor(), "can_accept_more_data"):
+        pytest.skip("this brotli has no bounded stream: its pages are read as they are")
+    head = b"<html><head><title>Bomb</title></head><body><p>"
+    bomb = brotli.compress(head + b"a " * 50_000_000)  # 100 MB, five times the 20 MB page limit
+    archive = tmp_path / "bomb.warc.gz"
+    plain = page("A", english_article(1)).encode()
+    offsets = write_encoded(archive, [(plain, []), (bomb, [("Content-Encoding", "br")])])
+    assert archive.stat().st_size < 100_000
+    tracemalloc.start()
+    try:
+        result = run("import", "--db", f"sqlite:///{tmp_path / 'b.db'}", "--workers", "0", str(archive))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80_000_000  # the whole page would be 100 MB
+    assert result.exit_code == 0 and result.stdout == "kept 1, dropped 0, skipped 1 (no text)\n"
+    assert result.stderr == (
+        f"Warning: {archive} record at byte {offsets[1]}: "
+        "page of more than 20,000,000 bytes is over the 20,000,000 limit; skipped\n"
+    )
+
+
 @pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
 def test_every_cut_is_found_or_falls_between_records(tmp_path: Path, compress: bool) -> None:
     archive, cut_archive = tmp_path / "in.warc", tmp_path / "cut.warc"

@@ -25,6 +25,7 @@ from ..text.dates import http_date
 from ..text.extract import DEFAULT_MAX_BYTES, decode
 from .framing import BrokenArchive, framed_records
 from .inputs import CorpusLine, looks_like_html, progress
+from .payloads import payload
 
 MISSING = f"reading WARC and ARC archives needs warcio: {install_extra('warc')}"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -148,7 +149,7 @@ def _look(record: Any, pages: bool, max_bytes: int) -> tuple[str | None, PageJob
     declared = reason is None and record.http_headers.get_header("Content-Type")
     if reason is not None or (declared and not pages):
         return reason, None
-    body: bytes = record.content_stream().read(max_bytes + 1)
+    body = payload(record, max_bytes + 1)
     if not declared:
         head = _decoded(record, body[:_SNIFF_BYTES])
         if not looks_like_html("", head if isinstance(head, str) else decode(head)):
@@ -161,7 +162,7 @@ def _look(record: Any, pages: bool, max_bytes: int) -> tuple[str | None, PageJob
 
 
 def _decoded(record: Any, body: bytes) -> str | bytes:
-    """The HTTP payload (warcio undoes its transfer and content encodings), decoded from its
+    """The HTTP payload (its transfer and content encodings undone), decoded from its
     declared charset when Python knows it (else bytes, decoded as a crawled page is)."""
     charset = charset_of(record)
     return body.decode(charset, "replace") if charset else body
