@@ -17,7 +17,7 @@ OUT_STEP = 1 << 20  # bytes brotli inflates at a time
 
 def payload(record: Any, limit: int) -> bytes:
     """At most `limit` bytes of the record's HTTP payload, its encodings undone. A `br` payload
-    that cannot be inflated (brotli missing, or older than 1.1's bounded stream, or the data
+    that cannot be inflated (brotli missing, or older than 1.2 and its bounded stream, or the data
     broken before any came out) is its bytes as they are, as warcio gives a broken gzip one."""
     encoding = (record.http_headers.get_header("Content-Encoding") or "").strip().lower()
     if encoding != "br":
