@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import scrapy
+from hypothesis import settings
 from scrapy.crawler import Crawler
 from sites import build_site, serve
 from sqlalchemy import create_engine, text
@@ -25,6 +26,16 @@ POSTGRES_ENV = "SIMHASH_TEST_POSTGRES_URL"
 REQUIRE_ENV = "SIMHASH_REQUIRE_POSTGRES"  # set by .ci/run: a skipped PostgreSQL or Redis test is a failure
 REDIS_ENV = "SIMHASH_TEST_REDIS_URL"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+EXAMPLES_ENV = "SIMHASH_TEST_EXAMPLES"  # a factor: 10 runs ten times the Hypothesis examples, for a longer hunt
+
+
+def examples(count: int) -> int:
+    """A Hypothesis test's max_examples: `count`, times SIMHASH_TEST_EXAMPLES when it is set."""
+    return count * int(os.environ.get(EXAMPLES_ENV, "1"))
+
+
+settings.register_profile("simhash", max_examples=examples(settings.default.max_examples))
+settings.load_profile("simhash")  # the tests that name no max_examples scale too
 
 
 def pytest_configure(config: pytest.Config) -> None:
