@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import scrapy
+from hypothesis import settings
 from scrapy.crawler import Crawler
 from sites import build_site, serve
 from sqlalchemy import create_engine, text
@@ -25,6 +26,16 @@ POSTGRES_ENV = "SIMHASH_TEST_POSTGRES_URL"
 REQUIRE_ENV = "SIMHASH_REQUIRE_POSTGRES"  # set by .ci/run: a skipped PostgreSQL or Redis test is a failure
 REDIS_ENV = "SIMHASH_TEST_REDIS_URL"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+EXAMPLES_ENV = "SIMHASH_TEST_EXAMPLES"  # a factor: 10 runs ten times the Hypothesis examples, for a longer hunt
+
+
+def examples(count: int) -> int:
+    """A Hypothesis test's max_examples: `count`, times SIMHASH_TEST_EXAMPLES when it is set."""
+    return count * int(os.environ.get(EXAMPLES_ENV, "1"))
+
+
+settings.register_profile("simhash", max_examples=examples(settings.default.max_examples))
+settings.load_profile("simhash")  # the tests that name no max_examples scale too
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,6 +92,14 @@ def _postgres_unusable(base: URL, exc: Exception) -> None:
     pytest.skip(message)
 
 
+def _schema_url(base: URL, schema: str) -> str:
+    """A URL whose connections work in this schema. Their commits do not wait for the disk
+    (synchronous_commit=off; nothing else changes): a test's data need not outlive a crash of the
+    server, and the writer races commit thousands of times, each holding the writer lock."""
+    options = f"-csearch_path={schema} -csynchronous_commit=off"
+    return base.update_query_dict({"options": options}).render_as_string(hide_password=False)
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
@@ -95,7 +114,7 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
         _postgres_unusable(base, exc)
     try:
-        yield base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+        yield _schema_url(base, schema)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
@@ -211,8 +230,7 @@ def fresh_db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ca
         with admin.connect() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         schemas.append(schema)
-        url = base.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
-        return with_layout(url, layout or "blocks")
+        return with_layout(_schema_url(base, schema), layout or "blocks")
 
     try:
         fresh()  # fails or skips here, as postgres_url does, when the server is not usable

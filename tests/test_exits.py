@@ -123,11 +123,17 @@ def ended(process: subprocess.Popen[bytes]) -> int:
         pytest.fail(f"hung: still running {HANG} s later")
 
 
+# Ctrl-C as at a terminal: a test run started in the background by a non-interactive shell (`&`,
+# nohup) hands its processes SIGINT ignored, which Python, and so the command, would keep.
+SIGINT_RAISES = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
+AT_A_TERMINAL = [sys.executable, "-c", f"{SIGINT_RAISES}; {CLI[2]}"]
+
+
 def start(arguments: list[str], stderr: Path, **options: object) -> subprocess.Popen[bytes]:
     """`simhash-index ARGUMENTS` in a process group of its own (a terminal's job), stderr to a file."""
     with stderr.open("wb") as errors:
         return subprocess.Popen(
-            [*CLI, *arguments],
+            [*AT_A_TERMINAL, *arguments],
             stdout=subprocess.DEVNULL,
             stderr=errors,
             start_new_session=True,

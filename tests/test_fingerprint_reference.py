@@ -9,6 +9,7 @@ import unicodedata
 
 import fingerprint_reference as reference
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -81,7 +82,7 @@ fingerprinters = st.builds(
     top_k=st.one_of(st.none(), st.integers(1, 6)),
 )
 
-RELAXED = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RELAXED = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def assert_same(fingerprinter: Fingerprinter, text: str) -> None:

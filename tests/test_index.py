@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import delete_redis_keys, driver, without_layout
+from conftest import delete_redis_keys, driver, examples, without_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -541,7 +541,7 @@ def test_query_equals_brute_force(db_url):
     indexes = open_at_radii(db_url)
     try:
 
-        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(planted())
         def check(case):
             query, stored = case
@@ -672,7 +672,7 @@ def test_check_and_add_follows_the_model(db_url):
     indexes = open_at_radii(db_url)
     try:
 
-        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(operations())
         def check(case):
             max_distance, ops = case
@@ -730,7 +730,7 @@ def test_every_backend_decides_as_the_rule_in_python(db_url):
     index = SimhashIndex(db_url)
     try:
 
-        @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(signed_operations())
         def check(ops):
             empty(db_url)
@@ -880,7 +880,7 @@ def test_batches_decide_as_pages_one_at_a_time(db_url):
     index = SimhashIndex(db_url)
     try:
 
-        @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+        @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
         @given(batched_operations())
         def check(case):
             pages, cuts = case

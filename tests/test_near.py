@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +33,7 @@ def neighbourhoods(draw: st.DrawFn) -> tuple[list[int], list[int]]:
     return stored, queries
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(60), deadline=None)  # a wide layout's tables take a tenth of a second
 @given(neighbourhoods(), st.sampled_from(LAYOUTS), st.integers(0, 12), st.integers(0, 3))
 def test_search_equals_brute_force(case, widths, radius, added_in):
     """Every radius, every layout, whether the fingerprints came at build time or were added later."""
@@ -98,7 +99,7 @@ def test_signed_fingerprints_as_the_database_stores_them_are_read_as_unsigned():
     assert index.search([2**64 - 1, 4], 1).of(2) == [[2**64 - 1], [5]]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 30), fingerprints, st.booleans()), max_size=80), st.integers(0, 8))
 def test_a_memory_index_finds_what_brute_force_finds_as_pages_come_and_go(steps, radius):
     """MemoryIndex finds near pages through a NearIndex that keeps stale fingerprints until it is
