@@ -17,8 +17,12 @@ def _interrupted_while_loading(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     """Entry point of the `simhash-index` console script."""
-    signal.signal(signal.SIGINT, _interrupted_while_loading)
+    # Python's own handler, unless the caller ignores Ctrl-C (a job started with `&` or nohup)
+    handling = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if handling:
+        signal.signal(signal.SIGINT, _interrupted_while_loading)
     from .cli import main as run
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # a running command handles Ctrl-C itself
+    if handling:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a running command handles Ctrl-C itself
     run()

@@ -172,11 +172,14 @@ def test_an_interrupted_import_stops_at_once_on_one_line(
     assert 0 < stored(db) < PAGES
 
 
-def test_ctrl_c_while_the_command_line_loads_stops_it_on_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ignored", [False, True], ids=["ctrl-c", "ignored by the caller"])
+def test_ctrl_c_while_the_command_line_loads_stops_it_on_one_line(tmp_path: Path, ignored: bool) -> None:
     # The console script's own entry point, interrupted as it begins importing the commands:
     # the signal is sent by an import hook at that moment, so the test does not race the start-up.
+    # A caller that ignores SIGINT (a job started with `&`) has the command ignore it too.
     script = (
         "import builtins, os, signal\n"
+        f"signal.signal(signal.SIGINT, {'signal.SIG_IGN' if ignored else 'signal.default_int_handler'})\n"
         "real = builtins.__import__\n"
         "def hooked(name, *args, **kwargs):\n"
         "    if name == 'cli':\n"
@@ -194,7 +197,10 @@ def test_ctrl_c_while_the_command_line_loads_stops_it_on_one_line(tmp_path: Path
         timeout=HANG,
         check=False,
     )
-    assert (done.returncode, done.stderr.splitlines(), done.stdout) == (130, ["Interrupted (SIGINT): stopped"], "")
+    if ignored:  # the command ran: `stats` of an index that is not there
+        assert done.returncode == 2 and "no such database file" in done.stderr and "Interrupted" not in done.stderr
+    else:
+        assert (done.returncode, done.stderr.splitlines(), done.stdout) == (130, ["Interrupted (SIGINT): stopped"], "")
     assert not db.exists()
 
 
