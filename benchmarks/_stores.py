@@ -3,6 +3,7 @@ prefix) and what it takes on disk or in memory."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -12,11 +13,25 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from simhash_index import open_index
 from simhash_index.index.redis.backend import split_url
 from simhash_index.index.sql.backend import SqlIndex
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+SETTLE_SHARE = 40  # settle() writes a fortieth as many pages as a loaded index holds
+
+
+def settle(url: str, stored: int) -> None:
+    """Write and forget stored / SETTLE_SHARE random pages after a load, so that the first writer
+    measured meets the table as later ones do. A load into an empty index builds its B-tree indexes
+    with full pages: until random inserts have split most of them, each insert splits one, and a
+    batch writes several times the pages it writes after (six times at 10M pages)."""
+    rng = random.Random(stored)
+    keys = [f"https://settle.example/{i}" for i in range(stored // SETTLE_SHARE)]
+    with open_index(url, lookup="sql") as index:
+        index.add_many(((key, rng.getrandbits(64)) for key in keys), batch_size=2000)
+        index.forget(keys)
 
 
 @contextmanager

@@ -4,8 +4,11 @@
                                  [--radii 0,3,6,8] [--lookups memory,sql] [--writers 1,4] [--rounds 3]
                                  [--batches 40] [--seconds 20] [--write]
 
-For each workload and N, one index per backend is loaded by add_many (PostgreSQL VACUUM ANALYZEd
-after). Then every configuration runs in each of --rounds interleaved rounds, in a shuffled order:
+For each workload and N, one index per backend is loaded by add_many and settled (benchmarks/_stores.py:
+a fortieth as many random pages written and forgotten, so that the configuration measured first
+does not pay for splitting the full pages of the indexes the load built; PostgreSQL VACUUM
+ANALYZEd after). Then every configuration runs in each of --rounds interleaved rounds, in a
+shuffled order:
 - `write`: add_many of the round's pages in batches of 64, one transaction each: the write floor;
 - `r<R> <lookup>`: check_and_add_many of the same pages in batches of 64 at radius R, the lookup
   in memory (the default) or in the table's block columns (`lookup="sql"`);
@@ -33,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks._common import Timer, command, machine, median, stamp, table, write_section
-from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, vacuum
+from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, settle, vacuum
 from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, split
 from simhash_index import Signature, open_index
 
@@ -176,11 +179,16 @@ def loaded(backend: str, workload: Workload, folder: Path, args: argparse.Namesp
             url = f"sqlite:///{folder / f'{workload.name}-{len(workload.stored)}.db'}"
         else:
             url = stack.enter_context(postgres_schema(args.postgres_url))
-        with Timer() as timer, open_index(url, lookup="sql") as index:
-            index.add_many(workload.items())
+        with Timer() as timer:
+            with open_index(url, lookup="sql") as index:
+                index.add_many(workload.items())
+            settle(url, len(workload.stored))
         if backend == "postgres":
             vacuum(url)
-        print(f"{backend} {workload.name} {len(workload.stored):,}: loaded in {timer.seconds:.0f} s", flush=True)
+        print(
+            f"{backend} {workload.name} {len(workload.stored):,}: loaded and settled in {timer.seconds:.0f} s",
+            flush=True,
+        )
         yield Case(backend, url, workload)
 
 

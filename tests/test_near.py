@@ -82,6 +82,17 @@ def test_the_entries_read_grow_with_the_radius_and_shrink_with_wider_parts():
     assert all(wide < narrow for narrow, wide in reads.values())
 
 
+def test_the_large_layout_puts_its_widest_part_where_the_tolerance_is_largest():
+    """The first parts take the larger tolerances (probes.tolerances): there, a wider part's
+    shorter runs cut the entries read more than its extra probes add."""
+    rng = np.random.default_rng(6)
+    stored = rng.integers(0, 2**64, 1_000_000, dtype=np.uint64)
+    queries = rng.integers(0, 2**64, 64, dtype=np.uint64)
+    ours, reversed_ = NearIndex(stored, widths=near.LARGE), NearIndex(stored, widths=near.LARGE[::-1])
+    for radius in (3, 4, 6, 7):
+        assert ours.search(queries, radius).read < reversed_.search(queries, radius).read
+
+
 @pytest.mark.parametrize("widths", [(16, 16, 16), (32, 32), (0, 32, 32), (25, 25, 14)])
 def test_widths_must_cover_64_bits_in_parts_of_at_most_24(widths):
     with pytest.raises(ValueError, match="widths must be parts of 1 to 24 bits adding up to 64"):

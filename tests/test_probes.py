@@ -49,3 +49,10 @@ def test_a_fingerprint_within_the_radius_is_among_the_probes(pair: tuple[int, in
     # at radius parts - 1, each part is probed at its own value only
     stored_keys = [probes[0] for probes in layout.probes(stored, len(layout.lookup_columns) - 1)]
     assert any(key in probes for key, probes in zip(stored_keys, layout.probes(query, radius)))
+
+
+@given(fingerprints, st.sampled_from([("blocks", "contiguous"), ("blocks", "interleaved"), ("halves", "contiguous")]))
+def test_a_rows_first_key_is_its_own_probe_of_the_first_column(fingerprint: int, layout: tuple[str, str]) -> None:
+    """The key the candidates' rows are read by is the one a radius-0 lookup probes."""
+    chosen = Layout(*layout)  # type: ignore[arg-type]
+    assert chosen.first_key(fingerprint) == chosen.probes(fingerprint, 0)[0][0]

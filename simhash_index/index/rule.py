@@ -147,6 +147,16 @@ def _decide(
     return Decision(None, store=True, checked=tuple(checked))
 
 
+def settles(signature: Signature, page: StoredPage, policy: Policy, moment: datetime | None) -> bool:
+    """Whether step 3 would take this near page as the match of a page that has no nearer
+    candidate: it is seen (policy.window) and accepted. A backend that reads the candidates
+    nearest first needs no farther one once one of the nearest settles."""
+    fingerprint, stored = signature.near_simhash, page.signature.near_simhash
+    if fingerprint is None or stored is None or not policy.within(page, moment):
+        return False
+    return judge(signature, page, hamming(stored, fingerprint), policy).accepted
+
+
 def judge(signature: Signature, page: StoredPage, bits: int, policy: Policy) -> Verdict:
     """The verdict on a stored page `bits` away from the checked one: similar enough, or not."""
     score = similarity(signature, page.signature)

@@ -1,11 +1,12 @@
 """NearIndex: the 64-bit fingerprints within a radius of each query, exactly, in this process's memory.
 
 Multi-index hashing (probes.py) over NumPy tables: the fingerprint is cut into parts (four of
-16 bits while a table is small, three of 21, 21 and 22 bits from LARGE_FROM fingerprints on,
-where they read fewer entries a lookup); per part, every fingerprint of the table sorted by
-that part's value, and a direct-address array `starts` (2**width + 1 offsets) of where each
-value's run begins. A batch of lookups probes every part at every value within its tolerance
-in one vectorised gather, then keeps the fingerprints within the radius (XOR and popcount).
+16 bits while a table is small, three of 22, 21 and 21 bits from LARGE_FROM fingerprints on,
+where they read fewer entries a lookup: the widest first, as the first parts take the larger
+tolerances); per part, every fingerprint of the table sorted by that part's value, and a
+direct-address array `starts` (2**width + 1 offsets) of where each value's run begins. A batch
+of lookups probes every part at every value within its tolerance in one vectorised gather,
+then keeps the fingerprints within the radius (XOR and popcount).
 
 Adding stays cheap however large the index: new fingerprints wait in a short list that every
 lookup compares in full; past PENDING of them they are merged into a small table, and the small
@@ -30,7 +31,7 @@ from ..probes import masks, tolerances
 U64 = npt.NDArray[np.uint64]
 Positions = npt.NDArray[np.intp]
 SMALL = (16, 16, 16, 16)  # 1 MiB of offsets: the layout of a small table
-LARGE = (21, 21, 22)  # 16 MiB of offsets, and about a sixth of the entries a lookup reads at a million
+LARGE = (22, 21, 21)  # 16 MiB of offsets, and a tenth of the entries a radius-6 lookup reads at a million
 LARGE_FROM = 262_144  # fingerprints from which a table takes the large layout
 PENDING = 2048  # fingerprints compared in full before they are merged into the small table
 SMALL_SHARE = 16  # the small table is merged into the main one at a sixteenth of its size

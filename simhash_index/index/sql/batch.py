@@ -23,7 +23,7 @@ from .. import rule
 from ..base import Page
 from ..records import Match, Policy, StoredPage, key_hash
 from .layouts import Layout
-from .lookup import NearPages
+from .lookup import Nearby, NearPages
 from .statements import (
     MARKS,
     by_key_or_text,
@@ -58,7 +58,7 @@ def check_and_add_many(
     `near`: the writer's lookup of the stored pages near each page."""
     dialect = conn.dialect.name
     hashes = {key: key_hash(key) for key, _ in pages}
-    stored = Stored(conn, pages, policy.max_distance, hashes, near)
+    stored = Stored(conn, pages, policy, moment, hashes, near)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
     logged: dict[str, tuple[Signature, Match]] = {}  # key -> its duplicate's evidence
@@ -112,7 +112,13 @@ class Stored:
     """The stored pages the batch can see, read up front, and the pages it stores as it goes."""
 
     def __init__(
-        self, conn: Connection, pages: Sequence[Page], max_distance: int, hashes: dict[str, int], near: NearPages
+        self,
+        conn: Connection,
+        pages: Sequence[Page],
+        policy: Policy,
+        moment: datetime,
+        hashes: dict[str, int],
+        near: NearPages,
     ) -> None:
         dialect = conn.dialect.name
         self.hashes = hashes
@@ -127,9 +133,10 @@ class Stored:
                 self._by_key[page.key] = page
             if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
-        self._near = near(conn, [s for _, s in pages], max_distance)
+        self._signatures, self._policy, self._moment = [s for _, s in pages], policy, moment
+        self._near: list[Nearby] = near(conn, self._signatures, policy.max_distance, self._settles)
         self._keys = [key for key, _ in pages]
-        self._close = _within(pages, max_distance)
+        self._close = _within(pages, policy.max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
         self._position: dict[str, int] = {}  # the position in the batch of each page it stored
         self._gone: set[str] = set()  # superseded by a page of this batch
@@ -149,13 +156,22 @@ class Stored:
         return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
 
     def nearby(self, position: int) -> list[StoredPage]:
-        """The stored pages near the batch's page at `position`, and the pages this batch stored within the radius."""
-        found = [page for page in self._near[position] if page.key not in self._batch and page.key not in self._gone]
+        """The stored pages near the batch's page at `position` (only the nearest, when one of
+        those still in sight settles it), and the pages this batch stored within the radius."""
+        nearby = self._near[position]
+        found = [page for page in nearby.pages if page.key not in self._batch and page.key not in self._gone]
+        if nearby.rest is not None and not any(self._settles(position, page) for page in found):
+            nearby.pages += nearby.rest()  # the nearest that settled it went with this batch
+            nearby.rest = None
+            return self.nearby(position)
         for other in np.flatnonzero(self._close[position]).tolist():
             key = self._keys[other]
             if self._position.get(key) == other:
                 found.append(self._batch[key])
         return found
+
+    def _settles(self, position: int, page: StoredPage) -> bool:
+        return rule.settles(self._signatures[position], page, self._policy, self._moment)
 
     def add(self, key: str, signature: Signature, position: int) -> None:
         """The batch's page at `position` is stored under `key` (a new row, or its own updated)."""

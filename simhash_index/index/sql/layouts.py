@@ -112,6 +112,11 @@ class Layout:
         low, high = part_probes((fingerprint & 0xFFFFFFFF, fingerprint >> 32), 32, radius)
         return [[value - _SIGN for value in low], [(value ^ _SIGN) - _SIGN for value in high]]
 
+    def first_key(self, fingerprint: int) -> int:
+        """The value of the first lookup column (block0, or the low half's key) for a fingerprint:
+        what its radius-0 probe of that column is."""
+        return self.blocks(fingerprint)[0] if self.name == "blocks" else (fingerprint & 0xFFFFFFFF) - _SIGN
+
     def _probed(self, fingerprints: Sequence[int], radius: int) -> list[tuple[str, list[int]]]:
         """(column, sorted values) of the columns probed for any of these fingerprints."""
         values: list[set[int]] = [set() for _ in self.lookup_columns]
@@ -140,7 +145,7 @@ class Layout:
         (first block or low half, fingerprint) pair one seek in the first lookup index (two IN
         lists would search every pair of the two lists)."""
         column = self.lookup_columns[0]
-        pairs = sorted({(self.probes(fp, 0)[0][0], to_signed(fp)) for fp in fingerprints})  # radius 0: its own value
+        pairs = sorted({(self.first_key(fp), to_signed(fp)) for fp in fingerprints})
         if dialect == "postgresql":
             firsts, signed = zip(*pairs)
             where = f"({column}, fingerprint) IN (SELECT * FROM unnest(%s::{self._key_type}[], %s::bigint[]))"

@@ -5,8 +5,10 @@ table in one consistent read and kept in step with it through the change feed (c
 inside each write transaction, once the writer holds the writer lock, it reads what was
 committed since it last looked, so a decision sees every committed page. It finds the
 fingerprints near each page in memory, and reads the rows behind them from the table by
-fingerprint: a fingerprint whose row went meanwhile finds nothing, and the rule decides on
-the rows as they are. The writer's own rows join the index once they are committed.
+fingerprint, the nearest first: those of the farther ones only for the pages that none of the
+nearest settles (rule.settles), as the rule would not look past it. A fingerprint whose row
+went meanwhile finds nothing, and the rule decides on the rows as they are. The writer's own
+rows join the index once they are committed.
 
 `TableLookup` (`?lookup=sql`) probes the table's lookup columns (layouts.py) instead: no memory
 held, and a lookup that reads about probes x N / 65,536 index entries of the blocks layout.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
 import numpy as np
@@ -36,7 +39,19 @@ LOOKUPS: tuple[LookupName, ...] = get_args(LookupName)
 STALE_SHARE = 4  # build anew once more fingerprints left the table than a quarter of those held
 MIN_STALE = 10_000
 
-NearPages = Callable[[Connection, Sequence[Signature], int], list[list[StoredPage]]]
+Settles = Callable[[int, StoredPage], bool]  # (position in the batch, near page): rule.settles
+
+
+@dataclass
+class Nearby:
+    """The stored pages near one page of a batch, oldest first: all of them, or (`rest` not
+    None) the nearest, one of which settles the page, and `rest` reads the others."""
+
+    pages: list[StoredPage]
+    rest: Callable[[], list[StoredPage]] | None = None
+
+
+NearPages = Callable[[Connection, Sequence[Signature], int, Settles], list[Nearby]]
 Transaction = Callable[..., AbstractContextManager[Connection]]
 
 
@@ -50,8 +65,9 @@ class Lookup(Protocol):
         """In the write transaction, holding the writer lock: follow the table; False when the
         caller must end the transaction and call prepare() again."""
 
-    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
-        """For each signature, the stored pages within `radius` (oldest first; a superset is fine)."""
+    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int, settles: Settles) -> list[Nearby]:
+        """For each signature, the stored pages within `radius` (a superset is fine), or the
+        nearest of them when one of those settles it."""
 
     def wrote(self, conn: Connection) -> None:
         """After the batch's writes, before its commit."""
@@ -72,8 +88,8 @@ class TableLookup:
     def catch_up(self, conn: Connection) -> bool:
         return True
 
-    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
-        return table_near_pages(conn, self.layout, signatures, radius)
+    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int, settles: Settles) -> list[Nearby]:
+        return [Nearby(pages) for pages in table_near_pages(conn, self.layout, signatures, radius)]
 
     def wrote(self, conn: Connection) -> None:
         pass
@@ -125,19 +141,38 @@ class MemoryLookup:
         self._follow(found)
         return found
 
-    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int) -> list[list[StoredPage]]:
-        found: list[list[StoredPage]] = [[] for _ in signatures]
+    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int, settles: Settles) -> list[Nearby]:
+        """The rows of each page's nearest fingerprints are read first (one statement); the rows of
+        its farther ones too (a second statement for the batch) unless one of the nearest settles it."""
+        found = [Nearby([]) for _ in signatures]
         wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
         if not wanted or self.index is None:
             return found
-        hits = self.index.search(np.array([fp for _, fp in wanted], np.uint64), radius)
+        queries = np.array([fp for _, fp in wanted], np.uint64)
+        hits = self.index.search(queries, radius)
         if not len(hits.fingerprints):
             return found
-        by_fingerprint = pages_by_fingerprint(conn, self.layout, np.unique(hits.fingerprints).tolist())
-        for query, fingerprint in zip(hits.queries.tolist(), hits.fingerprints.tolist()):
-            found[wanted[query][0]] += by_fingerprint.get(fingerprint, ())
-        for pages in found:
-            pages.sort(key=lambda page: page.order)
+        bits = np.bitwise_count(hits.fingerprints ^ queries[hits.queries])
+        least = np.full(len(wanted), 64, bits.dtype)
+        np.minimum.at(least, hits.queries, bits)
+        nearest = bits == least[hits.queries]
+        read = pages_by_fingerprint(conn, self.layout, np.unique(hits.fingerprints[nearest]).tolist())
+        farther: dict[int, list[int]] = {}  # position in the batch -> its farther fingerprints
+        for query, fingerprint, first in zip(hits.queries.tolist(), hits.fingerprints.tolist(), nearest.tolist()):
+            position = wanted[query][0]
+            if first:
+                found[position].pages += read.get(fingerprint, ())
+            else:
+                farther.setdefault(position, []).append(fingerprint)
+        unsettled = {p for p in farther if not any(settles(p, page) for page in found[p].pages)}
+        more = pages_by_fingerprint(conn, self.layout, sorted({fp for p in unsettled for fp in farther[p]}))
+        for position, fingerprints in farther.items():
+            if position in unsettled:
+                found[position].pages += [page for fp in fingerprints for page in more.get(fp, ())]
+            else:
+                found[position].rest = _reader(conn, self.layout, fingerprints)
+        for nearby in found:
+            nearby.pages.sort(key=lambda page: page.order)
         return found
 
     def wrote(self, conn: Connection) -> None:
@@ -181,6 +216,11 @@ def table_near_pages(
         pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
         found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)
     return found
+
+
+def _reader(conn: Connection, layout: Layout, fingerprints: list[int]) -> Callable[[], list[StoredPage]]:
+    """What reads the stored pages with these fingerprints, later in the same transaction."""
+    return lambda: [page for pages in pages_by_fingerprint(conn, layout, fingerprints).values() for page in pages]
 
 
 def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[int]) -> dict[int, list[StoredPage]]:
