@@ -106,12 +106,15 @@ def configs(args: argparse.Namespace, backend: str) -> list[Config]:
 
 
 def pages(workload: Workload, count: int, seed: int) -> list[Signature]:
-    """`count` new pages: fresh ones of the workload, one in ten a near copy of a stored page."""
+    """`count` new pages: fresh ones of the workload, one in ten a near copy of a stored page. A
+    workload's page with a sketch keeps it, so that its candidates are verified as a crawl's are."""
     rng = random.Random(seed)
     made = []
     for i in range(count):
         source = workload.copies if i % 10 == 0 else workload.fresh
-        made.append(Signature(fingerprint_of(source[rng.randrange(len(source))]), rng.getrandbits(64)))
+        page = source[rng.randrange(len(source))]
+        sketch = page.sketch if isinstance(page, Signature) else None
+        made.append(Signature(fingerprint_of(page), rng.getrandbits(64), sketch))
     return made
 
 
