@@ -160,7 +160,9 @@ class Stored:
         those still in sight settles it), and the pages this batch stored within the radius."""
         nearby = self._near[position]
         found = [page for page in nearby.pages if page.key not in self._batch and page.key not in self._gone]
-        if nearby.rest is not None and not any(self._settles(position, page) for page in found):
+        # the lookup found one of the nearest that settles it: only if this batch hid some may it be gone
+        hidden = len(found) < len(nearby.pages)
+        if nearby.rest is not None and hidden and not any(self._settles(position, page) for page in found):
             nearby.pages += nearby.rest()  # the nearest that settled it went with this batch
             nearby.rest = None
             return self.nearby(position)
