@@ -196,9 +196,8 @@ def _rotated(values: U64, left: int) -> U64:
 def _offsets(keys: npt.NDArray[np.int64], width: int) -> npt.NDArray[np.int32]:
     """Where each value's run begins among `keys` sorted: 2**width + 1 offsets."""
     starts = np.zeros((1 << width) + 1, np.int32)
-    np.cumsum(
-        np.bincount(keys, minlength=1 << width), out=starts[1:], dtype=np.int32
-    )  # summed in int32: no int64 pass to cast
+    # summed in int32: no int64 pass to cast
+    np.cumsum(np.bincount(keys, minlength=1 << width), out=starts[1:], dtype=np.int32)
     return starts
 
 
