@@ -392,7 +392,7 @@ def dated_page(title: str, paragraphs: list[str], date: str, nav: int = 5) -> st
 
 def build_versioned_docs(root: Path) -> dict[str, list[str]]:
     """A versioned documentation site: under each version, a home page (the same text but its
-    version line), a guide (two words edited a version) and a changelog (each version's notes
+    version line), a guide (a word edited a version) and a changelog (each version's notes
     above the older ones: longer each version, `latest` with an unreleased section). Returns
     each page kind's paths, oldest version first."""
     intro = english_article(20, paragraphs=5, sentences=7)
@@ -405,7 +405,7 @@ def build_versioned_docs(root: Path) -> dict[str, list[str]]:
         changelog = [p for v in reversed(released) for p in [f"Release {v}."] + notes[v]] + base_notes
         pages = {
             "index": dated_page(f"Docs {version}", [f"Documentation for version {version}.", *intro], date),
-            "guide": dated_page(f"Guide {version}", edit_words(guide, n, 2 * n), date),
+            "guide": dated_page(f"Guide {version}", edit_words(guide, n, n), date),
             "changelog": dated_page(f"Changelog {version}", changelog, date),
         }
         for kind, html in pages.items():

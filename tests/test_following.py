@@ -285,3 +285,26 @@ def test_postgres_a_feed_restored_incomplete_or_elsewhere_is_made_anew(postgres_
         assert duplicate_of(a, "https://a.example/far-copy", near_copy(FAR)) == "https://b.example/page"
         with a.transaction(write=False) as conn:
             assert conn.exec_driver_sql("SELECT count(*) FROM simhash_changes WHERE fingerprint = 1").scalar_one() == 0
+
+
+def test_a_writer_open_across_a_restore_from_an_older_backup_sees_the_writers_after_it(tmp_path):
+    """SQLite's backup API (the shell's `.restore`) writes an older copy into the file writer `a`
+    holds open: the same epoch, a shorter change log. Other writers then log past where `a`
+    stood: `a` must build its index again, not skip what they wrote between the two."""
+    import sqlite3
+
+    live, backup = tmp_path / "live.db", tmp_path / "backup.db"
+    url = f"sqlite:///{live}"
+    with SimhashIndex(url) as a, SimhashIndex(url) as b:
+        a.add_many([(f"https://old.example/{i}", FAR ^ (i << 40)) for i in range(50)])
+        with sqlite3.connect(live) as source, sqlite3.connect(backup) as copy:
+            source.backup(copy)  # the backup: 50 pages, a log of 50 entries
+        a.add_many([(f"https://later.example/{i}", FAR ^ (i << 30)) for i in range(120)])
+        assert a.check_and_add("https://a.example/now", BASE ^ 0xFFFF_0000) is None  # a stands past the backup
+        with sqlite3.connect(backup) as copy, sqlite3.connect(live) as target:
+            copy.backup(target)  # restored under the open writers
+        news = [(f"https://b.example/{i}", BASE ^ (i << 8)) for i in range(8)]
+        b.add_many(news)  # b logs past where a stood: 170 entries after the 50 restored
+        b.add_many([(f"https://filler.example/{i}", FAR ^ (i << 20) ^ 1) for i in range(200)])
+        copies = [(key.replace("b.example", "copy.example"), fingerprint ^ 1) for key, fingerprint in news]
+        assert [m and m.key for m in a.check_and_add_many(copies)] == [key for key, _ in news]

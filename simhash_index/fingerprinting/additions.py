@@ -1,26 +1,29 @@
-"""What one page adds to another: a bitmap of each page's shingles, and what two bitmaps tell.
+"""What one page adds to another: a bitmap of each page's shingles, and the words it shows new.
 
 The MinHash sketch estimates how much two pages share, not what one would add to the other: at
 a similarity of 0.88 a page of 3,000 words can hold hundreds that the other lacks, and 256 slots
 cannot count them closer than a few dozen. So each page also keeps a bitmap of its distinct
-shingles (a one-hash Bloom filter): `m` bits, a power of two of about two bits a shingle (from
-MIN_BITS to MAX_BITS), bit `hash mod m` set for each shingle.
+shingles (a Bloom filter of two hashes): `m` bits, BITS a shingle (from MIN_BITS to MAX_BITS),
+the bits `low mod m` and `high mod m` set for each shingle, `low` and `high` the two halves of
+its 64-bit hash.
 
-A shingle of page A that page B lacks sets a bit of A's bitmap that B's lacks, unless one of B's
-shingles set that bit too (a share `fill` of B's bits). Folded to the smaller size (the bitmap of
-m bits is the OR of the two halves of the bitmap of 2m bits), the bits A has and B lacks, X,
-follow about Binomial(d, 1 - fill) for the d shingles A adds: no noise at all when A adds
-nothing, and a few shingles either way when it adds dozens. `Addition.estimate` is d's estimate;
-`Addition.reaches(threshold)` is the conservative question a drop asks: could A add `threshold`
-shingles or more (the chance of seeing as few as X new bits if it did is above DOUBT)? A's
-shingle count beyond B's is a floor that needs no estimate.
+A page checked against a stored one brings its shingles in text order (`Shingled`): a word of
+it is new to the stored page when none of the shingles that hold it is in the stored page's
+bitmap. An inserted sentence or a rewritten section shows each of its words new; a renamed word
+shows one (the shingles of its neighbours hold old words too); a removal shows none. A shingle
+the stored page lacks may still find both its bits set by other shingles (with probability
+fill ** 2, `fill` the share of bits set: about 5% at BITS): a new word is seen new with
+probability q = (1 - fill ** 2) ** n for shingles of n words (0.86 for 3), so
+the words seen, X, give the estimate X / q; never more words than are new (a bitmap has no
+false negatives). `Added.reaches(threshold)` is the conservative question a drop asks: could
+the page add `threshold` words (the chance of seeing as few as X if it added them in one run,
+where the words' chances are most correlated, is above DOUBT)?
 
 A page stored without a bitmap (by an earlier version) is judged by the sketches alone: A adds
 at most |A| (1 - J) shingles to B (they share J |A u B| >= J |A|), with J taken at its lower
 bound (`SketchBound`): near copies of long pages are then kept, as the sketch cannot tell.
 
-A new shingle stands for about one new word (a run of w new words makes w + 2 word 3-shingles; a
-renamed word makes 3); for Chinese, Japanese and Korean text, about one new character.
+For Chinese, Japanese and Korean text, shingles are of 5 characters, and a word is a character.
 """
 
 from __future__ import annotations
@@ -34,53 +37,113 @@ import numpy.typing as npt
 
 from .sketch import jaccard_of
 
+BITS = 8  # a shingle: a renamed word then shows as one word, and 25 new words as 21 or so
 MIN_BITS = 256
-MAX_BITS = 16_384  # 2 KiB: a page of 8,000 distinct shingles or more fills it past 40%
-DOUBT = 0.001  # a page is taken to add less than a threshold only when the odds it does not are below this
+MAX_BITS = 131_072  # 16 KiB: a page of more than 16,384 distinct shingles has fewer than BITS each
+DOUBT = 0.01  # a page is taken to add less than a threshold only when the odds it does not are below this
 
 
-def bitmap(hashes: npt.NDArray[np.uint64]) -> bytes:
-    """The bitmap of distinct shingle hashes: about two bits a shingle, bit `hash mod m` set."""
-    m = bits_for(len(hashes))
-    positions = (hashes & np.uint64(m - 1)).astype(np.intp)
-    flags = np.zeros(m, np.uint8)
-    flags[positions] = 1
+@dataclass(frozen=True)
+class Shingled:
+    """A page's shingles in text order, as a checked page brings them: `size` tokens a shingle
+    (3 words, or 5 characters of CJK text), and each shingle's 64-bit hash."""
+
+    size: int
+    hashes: bytes
+
+    @classmethod
+    def of(cls, size: int, hashes: npt.NDArray[np.uint64]) -> Shingled:
+        return cls(size, hashes.astype(np.uint64).tobytes())
+
+
+def bitmap(distinct: npt.NDArray[np.uint64]) -> bytes:
+    """The bitmap of a page's distinct shingle hashes: each hash's two bits (_bits) set."""
+    flags = np.zeros(bits_for(len(distinct)), np.uint8)
+    for bits in _bits(distinct, flags.size):
+        flags[bits] = 1
     return np.packbits(flags, bitorder="little").tobytes()
 
 
 def bits_for(count: int) -> int:
-    """The bitmap size of a page of `count` distinct shingles: the power of two >= 2 * count, clamped."""
-    return min(MAX_BITS, max(MIN_BITS, 1 << max(0, 2 * count - 1).bit_length()))
+    """The bitmap size of a page of `count` distinct shingles: BITS each, in whole bytes, clamped."""
+    return min(MAX_BITS, max(MIN_BITS, -(-BITS * count // 8) * 8))
+
+
+def _bits(hashes: npt.NDArray[np.uint64], size: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The two bits of a bitmap of `size` bits each hash sets: its low and high halves mod size."""
+    low = (hashes & np.uint64(0xFFFF_FFFF)) % np.uint64(size)
+    high = (hashes >> np.uint64(32)) % np.uint64(size)
+    return low.astype(np.intp), high.astype(np.intp)
 
 
 @dataclass(frozen=True)
-class Addition:
-    """What page A adds to page B: `floor` shingles at least (A's count beyond B's), `new_bits`
-    of A's bitmap that B's lacks, out of `free` bits B's bitmap leaves unset, of `size`."""
+class Added:
+    """What a page adds to a stored one: `seen` words none of whose shingles are in the stored
+    page's bitmap, where a shingle it lacks is seen absent with probability `free`."""
 
-    floor: int
-    new_bits: int
-    free: int
-    size: int
+    seen: int
+    free: float
+    size: int  # tokens a shingle
+
+    @property
+    def chance(self) -> float:
+        """The probability that a new word is seen new: each of its shingles seen absent."""
+        return self.free**self.size
 
     @property
     def estimate(self) -> int:
-        """The shingles A adds to B, estimated (never below the floor)."""
-        if self.new_bits == 0:
-            return self.floor
-        if self.new_bits >= self.free:
-            return max(self.floor, self.new_bits)  # saturated: as many as it shows, at least
-        seen = math.log1p(-self.new_bits / self.free) / math.log1p(-1 / self.size)
-        return max(self.floor, round(seen))
+        """The words the page adds, estimated."""
+        return self.seen if self.chance <= 0 else round(self.seen / self.chance)
 
     def reaches(self, threshold: int) -> bool:
-        """Whether A may add `threshold` shingles or more to B: the floor says so, or seeing as few
-        as `new_bits` new bits would not be unlikely (above DOUBT) if A added exactly `threshold`."""
-        if self.floor >= threshold or self.new_bits >= threshold:
+        """Whether the page may add `threshold` words or more: it shows that many, or seeing as
+        few as it shows would not be unlikely (above DOUBT) if it added `threshold` in one run."""
+        if self.seen >= threshold or threshold <= 0:
             return True
-        if threshold <= 0:
-            return True
-        return _binomial_cdf(self.new_bits, threshold, self.free / self.size) > DOUBT
+        return _run_cdf(self.seen, threshold, self.size, round(self.free, 4)) > DOUBT
+
+
+def added(page: Shingled, stored: bytes) -> Added:
+    """What the page whose shingles are `page` adds to the page of bitmap `stored`."""
+    flags = np.unpackbits(np.frombuffer(stored, np.uint8), bitorder="little")
+    if not flags.size:
+        raise ValueError("the stored page's bitmap is empty")
+    low, high = _bits(np.frombuffer(page.hashes, np.uint64), flags.size)
+    absent = (flags[low] & flags[high]) == 0
+    return Added(_new_tokens(absent, page.size), 1.0 - float(flags.mean()) ** 2, page.size)
+
+
+def _new_tokens(absent: npt.NDArray[np.bool_], size: int) -> int:
+    """How many tokens of a text none of whose shingles is present, from each shingle's absence
+    (shingle j holds tokens j to j + size - 1; one shingle holds the whole of a shorter text)."""
+    if not absent.size:
+        return 0
+    if absent.size == 1:
+        return int(absent[0])  # one shingle, or a text of one: its tokens count once
+    tokens = absent.size + size - 1
+    present = np.concatenate([[0], np.cumsum(~absent)])
+    first = np.maximum(np.arange(tokens) - size + 1, 0)  # the shingles that hold token i
+    last = np.minimum(np.arange(tokens), absent.size - 1)
+    return int(np.count_nonzero(present[last + 1] - present[first] == 0))
+
+
+@cache
+def _run_cdf(seen: int, run: int, size: int, absent: float) -> float:
+    """P(X <= seen) for X the tokens of a run of `run` new tokens amid old ones that are seen new,
+    when each of the run's run + size - 1 shingles is absent from the bitmap with probability
+    `absent`, alone: token i is seen when shingles i to i + size - 1 are all absent."""
+    # state: (absent shingles in a row, capped at size; tokens seen) -> probability
+    states: dict[tuple[int, int], float] = {(0, 0): 1.0}
+    for shingle in range(run + size - 1):
+        after: dict[tuple[int, int], float] = {}
+        for (streak, count), p in states.items():
+            streak_ = min(streak + 1, size)
+            counted = count + (streak_ == size and shingle >= size - 1)
+            for key, q in (((streak_, counted), absent), ((0, count), 1.0 - absent)):
+                if q > 0 and key[1] <= seen:
+                    after[key] = after.get(key, 0.0) + p * q
+        states = after
+    return math.fsum(states.values())
 
 
 @dataclass(frozen=True)
@@ -101,26 +164,6 @@ class SketchBound:
         """Whether A may add `threshold` shingles or more: |A| (1 - J) with J at its lower bound."""
         low = jaccard_of(_agreeing_floor(self.agreeing, self.slots), self.slots)
         return self.count * (1.0 - low) >= threshold
-
-
-def addition(a: bytes, a_count: int, b: bytes, b_count: int) -> Addition:
-    """What the page of bitmap `a` and `a_count` distinct shingles adds to the page of bitmap `b`."""
-    size = min(len(a), len(b)) * 8
-    if size == 0:
-        raise ValueError("bitmaps must not be empty")
-    x, y = _folded(a, size), _folded(b, size)
-    new_bits = int(np.bitwise_count(x & ~y).sum())
-    free = size - int(np.bitwise_count(y).sum())
-    return Addition(max(0, a_count - b_count), new_bits, free, size)
-
-
-def _folded(bitmap: bytes, bits: int) -> npt.NDArray[np.uint8]:
-    """A bitmap folded down to `bits` bits (a power of two no larger than its own size)."""
-    array = np.frombuffer(bitmap, np.uint8)
-    while array.size * 8 > bits:
-        half = array.size // 2
-        array = array[:half] | array[half:]
-    return array
 
 
 def _binomial_cdf(k: int, n: int, p: float) -> float:

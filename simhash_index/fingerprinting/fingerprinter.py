@@ -20,8 +20,8 @@ from ..text import languages
 from ..text import stopwords as _stopwords
 from ..text.extract import ExtractOptions, extract_text
 from ..text.frequencies import WORDLIST, check_languages, idf_table
-from ..text.tokens import TOKENIZERS, normalize, number_match, number_shapes, shingle_list, word_count
-from .additions import bitmap
+from ..text.tokens import TOKENIZERS, normalize, number_match, number_shapes, shingling, word_count
+from .additions import Shingled, bitmap
 from .simhash import simhash, simhash_weighted
 from .sketch import DEFAULT_SLOTS, minhash_of, shingle_hashes
 from .weights import load_word_weights
@@ -49,9 +49,10 @@ class Signature:
     `text_hash` is the hash of the normalised text. Short texts are
     `exact_only`: simhash on a few words is unreliable, so they match only by
     text_hash. `sketch` verifies simhash candidates before a drop; `shingles` (how many
-    distinct shingles the sketch was made of) and `bloom` (their bitmap, additions.py) tell
-    what the page would add to a stored one. `words` (the text's length), `dated` (the page's
-    own date) and `modified` (its HTTP Last-Modified) are what a survivor policy compares
+    distinct shingles the sketch was made of) and `bloom` (their bitmap, additions.py) are kept
+    to tell what another page adds to this one, and `shingled` (its shingles in text order,
+    never stored) what this one adds to a stored one. `words` (the text's length), `dated` (the
+    page's own date) and `modified` (its HTTP Last-Modified) are what a survivor policy compares
     (index/prefer.py). Only the first four take part in equality.
     """
 
@@ -64,6 +65,7 @@ class Signature:
     modified: datetime | None = field(default=None, compare=False)
     shingles: int | None = field(default=None, compare=False)
     bloom: bytes | None = field(default=None, compare=False, repr=False)
+    shingled: Shingled | None = field(default=None, compare=False, repr=False)
 
     @property
     def near_simhash(self) -> int | None:
@@ -267,10 +269,18 @@ class Fingerprinter:
             return Signature(fingerprint, exact, exact_only=True, words=words)
         if not self.sketch_size:
             return Signature(fingerprint, exact, None, words=words)
-        hashes = shingle_hashes(shingle_list(normalized))
+        size, shingles = shingling(normalized)
+        hashes = shingle_hashes(shingles)
         distinct = np.unique(hashes)
-        sketch = minhash_of(distinct, self.sketch_size)
-        return Signature(fingerprint, exact, sketch, words=words, shingles=len(distinct), bloom=bitmap(distinct))
+        return Signature(
+            fingerprint,
+            exact,
+            minhash_of(distinct, self.sketch_size),
+            words=words,
+            shingles=len(distinct),
+            bloom=bitmap(distinct),
+            shingled=Shingled.of(size, hashes),
+        )
 
     def _feature_counts(self, normalized: str) -> Counter[str]:
         return Counter(_ngrams(self.tokens(normalized), self.ngram))

@@ -7,10 +7,11 @@ Every backend answers through the Index interface: a dropped page's logged evide
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..fingerprinting.fingerprinter import Signature
+from ..fingerprinting.additions import SketchBound
+from ..fingerprinting.fingerprinter import DEFAULT, Signature
 from . import rule
 from .base import Index
 from .records import Duplicate, Match, StoredPage
@@ -95,6 +96,7 @@ class Candidate:
     accepted: bool
     reason: str  # "below min_similarity", "adds", "outside the window", or "similar"/"not comparable" now
     added: int | None = None  # about how many words the kept page adds to it
+    bounded: bool = False  # `added` is a bound from the sketches (the page's shingles not at hand)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class Explanation:
             score = "no sketch" if candidate.similarity is None else f"similarity {candidate.similarity:.3f}"
             if candidate.reason == "below min_similarity":
                 why = f"{score} < {self.min_similarity:g}"
+            elif candidate.reason == rule.ADDS and candidate.bounded:
+                why = f"{score}, but this page may add up to {words(candidate.added)} to it (the sketches tell)"
             elif candidate.reason == rule.ADDS:
                 why = f"{score}, but this page adds about {words(candidate.added)} to it, which it lacks"
             elif candidate.reason == "outside the window":
@@ -163,7 +167,7 @@ def explain(index: Index, key: str) -> Explanation:
     page = found.page
     if page is None or page.signature.exact_only or page.signature.simhash is None:
         return explanation
-    signature = page.signature
+    signature = shingled(index, key, page.signature)
     older = [p for p in index.neighbourhood(key, signature) if p.order < page.order and p.key != key]
     candidates = []
     for bits, stored in rule.near(signature, older, index.max_distance):
@@ -172,8 +176,22 @@ def explain(index: Index, key: str) -> Explanation:
         if not index.policy.within(stored, page.stored_at):  # the window as of the page's check
             accepted, reason = False, "outside the window"
         fingerprint, score = stored.signature.simhash, verdict.similarity
-        candidates.append(Candidate(stored.key, fingerprint, bits, score, accepted, reason, verdict.added))
+        bounded = isinstance(rule.adds(signature, stored.signature), SketchBound)
+        candidates.append(Candidate(stored.key, fingerprint, bits, score, accepted, reason, verdict.added, bounded))
     return Explanation(found, index.max_distance, index.min_similarity, tuple(candidates))
+
+
+def shingled(index: Index, key: str, stored: Signature) -> Signature:
+    """A stored page's signature with its shingles in text order (what tells what it adds to
+    another), when the index keeps its text and fingerprints as the default Fingerprinter does;
+    else as stored."""
+    text = index.text(key) if index.keep_texts else None
+    if text is None or index.scheme != DEFAULT.scheme:
+        return stored
+    again = DEFAULT.signature(text)
+    if again is None or again.text_hash != stored.text_hash:  # not the text the page was stored with
+        return stored
+    return replace(stored, shingled=again.shingled, shingles=again.shingles)
 
 
 def words(count: int | None) -> str:

@@ -13,6 +13,7 @@ from typing import SupportsIndex, cast
 import xxhash
 
 from .. import defaults
+from ..fingerprinting.additions import Shingled
 from ..fingerprinting.bits import MASK64, to_signed
 from ..fingerprinting.fingerprinter import Signature
 from .prefer import Prefer, check_prefer
@@ -213,16 +214,19 @@ def as_u64(value: object, name: str = "fingerprint") -> int:
 
 def as_signature(fingerprint: object, text_hash: object = None, sketch: object = None) -> Signature:
     """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
-    exact_only, words, dated, modified, shingles, bloom = False, None, None, None, None, None
+    exact_only, words, dated, modified, shingles, bloom, shingled = False, None, None, None, None, None, None
     if isinstance(fingerprint, Signature):
         given = fingerprint
         fingerprint, text_hash, sketch, exact_only = given.simhash, given.text_hash, given.sketch, given.exact_only
         words, dated, modified, shingles, bloom = given.words, given.dated, given.modified, given.shingles, given.bloom
+        shingled = given.shingled
+        if shingled is not None and not isinstance(shingled, Shingled):
+            raise TypeError(f"Signature.shingled must be a Shingled (Fingerprinter.signature makes it): {shingled!r}")
         for name, count in (("words", words), ("shingles", shingles)):
             if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
                 raise ValueError(f"Signature.{name} must be a count (an int, 0 or more); got {count!r}")
-        if bloom is not None and not (isinstance(bloom, (bytes, bytearray, memoryview)) and _power_of_two(len(bloom))):
-            raise TypeError("Signature.bloom must be bytes of a power-of-two length (Fingerprinter.signature makes it)")
+        if bloom is not None and not (isinstance(bloom, (bytes, bytearray, memoryview)) and len(bloom)):
+            raise TypeError("Signature.bloom must be bytes, not empty (Fingerprinter.signature makes it)")
         for name, moment in (("dated", dated), ("modified", modified)):
             if moment is not None and not isinstance(moment, datetime):
                 raise TypeError(
@@ -242,11 +246,9 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         modified=None if modified is None else as_utc(modified),
         shingles=shingles,
         bloom=None if bloom is None else bytes(bloom),
+        shingled=shingled,
     )
 
-
-def _power_of_two(size: int) -> bool:
-    return size > 0 and size & (size - 1) == 0
 
 
 def as_utc(moment: datetime) -> datetime:

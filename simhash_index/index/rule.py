@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..fingerprinting.additions import Addition, SketchBound, addition
+from ..fingerprinting.additions import Added, SketchBound, added
 from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.sketch import agreeing
@@ -199,14 +199,14 @@ def judge(signature: Signature, page: StoredPage, bits: int, policy: Policy) -> 
     return Verdict(page, bits, score, True, "similar", found.estimate)
 
 
-def adds(a: Signature, b: Signature) -> Addition | SketchBound | None:
-    """What page `a` adds to page `b`: from their bitmaps when both have one, else bounded from
-    their sketches; None when `a` does not say how many shingles it has (a Signature made
-    without them) or the sketches cannot be compared."""
+def adds(a: Signature, b: Signature) -> Added | SketchBound | None:
+    """What page `a` adds to page `b`: the words of `a` none of whose shingles is in `b`'s bitmap,
+    else bounded from their sketches; None when `a` does not say how many shingles it has (a
+    Signature made without them) or the sketches cannot be compared."""
     if a.shingles is None or a.sketch is None or b.sketch is None or len(a.sketch) != len(b.sketch) or not a.sketch:
         return None
-    if a.bloom is not None and b.bloom is not None and b.shingles is not None:
-        return addition(a.bloom, a.shingles, b.bloom, b.shingles)
+    if a.shingled is not None and b.bloom is not None:
+        return added(a.shingled, b.bloom)
     return SketchBound(a.shingles, agreeing(a.sketch, b.sketch), len(a.sketch))
 
 

@@ -189,6 +189,12 @@ def _is_cjk(flags: chars.Flags) -> bool:
 
 def shingle_list(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> Iterable[str]:
     """The shingles of `shingles`, in text order, repeats included (built in C, not one by one)."""
+    return shingling(normalized_text, words_n=words_n, chars_n=chars_n)[1]
+
+
+def shingling(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> tuple[int, Iterable[str]]:
+    """The tokens a shingle holds (`chars_n` characters of CJK text, else `words_n` words), and
+    the shingles of shingle_list."""
     points = chars.code_points(normalized_text)
     flags = chars.classes(points)
     if _is_cjk(flags):
@@ -196,8 +202,8 @@ def shingle_list(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) ->
     else:
         tokens, n, glue = chars.word_runs(points, flags), words_n, " "
     if len(tokens) <= n:
-        return [glue.join(tokens)]
-    return map(glue.join, zip(*(tokens[i:] for i in range(n))))
+        return n, [glue.join(tokens)]
+    return n, map(glue.join, zip(*(tokens[i:] for i in range(n))))
 
 
 def shingles(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> set[str]:
