@@ -921,3 +921,32 @@ def test_a_batch_of_5000_pages_is_decided_in_one_transaction(postgres_url):
         assert len(index) == 5000
         copies = [(f"https://copy.example/{n}", Signature(s.simhash ^ 1, None)) for n, (_, s) in enumerate(pages[:8])]
         assert [m.key for m in index.check_and_add_many(copies)] == [key for key, _ in pages[:8]]
+
+
+BIG_BATCH = """
+import random, resource, sys
+from simhash_index import Signature, SimhashIndex
+limit = 3 << 30  # a batch's memory must grow with its size, not its square (30,000 pages: 7 GiB of pairs)
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+rng = random.Random(6)
+pages = [(f"https://big.example/{n}", Signature(rng.getrandbits(64), n)) for n in range(30_000)]
+pages += [(f"https://copy.example/{n}", Signature(s.simhash ^ 1, 10**6 + n)) for n, (_, s) in enumerate(pages[:50])]
+with SimhashIndex(sys.argv[1]) as index:
+    answers = index.check_and_add_many(pages)
+    assert answers[:30_000] == [None] * 30_000, "a page of the batch matched another by chance"
+    assert [m.key for m in answers[30_000:]] == [key for key, _ in pages[:50]]
+    assert len(index) == 30_000
+"""
+
+
+@pytest.mark.early
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_batch_of_30000_pages_is_decided_in_memory_linear_in_it(request, backend):
+    """A caller may pass a batch of any size: its pages are compared with each other through a
+    NearIndex, not a matrix of every pair, and its statements bind at most 10,000 values each."""
+    import subprocess
+    import sys
+
+    url = request.getfixturevalue(f"{backend}_url")
+    result = subprocess.run([sys.executable, "-c", BIG_BATCH, url], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]

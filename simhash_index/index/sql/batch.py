@@ -136,6 +136,7 @@ class Stored:
         self._keys = [key for key, _ in pages]
         self._close = _within(pages, policy.max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
+        self._batch_texts: dict[int, dict[str, None]] = {}  # their keys by text hash
         self._position: dict[str, int] = {}  # the position in the batch of each page it stored
         self._gone: set[str] = set()  # superseded by a page of this batch
         self.moved: dict[int, str] = {}  # row id of a superseded page -> the key that superseded it
@@ -149,9 +150,8 @@ class Stored:
     def same_text(self, text_hash: int | None) -> list[StoredPage]:
         if text_hash is None:
             return []
-        hidden = self._batch.keys() | self._gone
-        found = [page for page in self._by_text.get(text_hash, ()) if page.key not in hidden]
-        return found + [page for page in self._batch.values() if page.signature.text_hash == text_hash]
+        found = [p for p in self._by_text.get(text_hash, ()) if p.key not in self._batch and p.key not in self._gone]
+        return found + [self._batch[key] for key in self._batch_texts.get(text_hash, ())]
 
     def nearby(self, position: int) -> list[StoredPage]:
         """The stored pages near the batch's page at `position` (only the nearest, when one of
@@ -183,8 +183,18 @@ class Stored:
                 self.moved.pop(known.row_id, None)
         if known is None:
             known = StoredPage(key, signature, _BATCH_ORDER + len(self._batch) + len(self._gone))
+        self._leave(key)
         self._batch[key] = replace(known, signature=signature)
         self._position[key] = position
+        if signature.text_hash is not None:
+            self._batch_texts.setdefault(signature.text_hash, {})[key] = None
+
+    def _leave(self, key: str) -> None:
+        """The page the batch stored under `key`, if any, out of what the batch sees."""
+        page = self._batch.pop(key, None)
+        self._position.pop(key, None)
+        if page is not None and page.signature.text_hash is not None:
+            self._batch_texts[page.signature.text_hash].pop(key, None)
 
     def supersede(self, page: StoredPage, new: str) -> StoredPage:
         """Take the stored page out of what the batch sees; its row, if it has one, is deleted
@@ -195,8 +205,7 @@ class Stored:
         for row, target in self.moved.items():
             if target == old:
                 self.moved[row] = new
-        self._batch.pop(old, None)
-        self._position.pop(old, None)
+        self._leave(old)
         self._gone.add(old)
         return page
 
