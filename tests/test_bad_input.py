@@ -6,11 +6,9 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from conftest import open_stats
 from crawling import REPO, crawl, user_project
-from driving import process, start, stop
+from driving import make_pipeline, process, simhash_stats, stop
 from scrapy.exceptions import DropItem
-from scrapy.utils.test import get_crawler
 from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
@@ -30,16 +28,9 @@ def nested(depth: int) -> str:
 
 @pytest.fixture
 def pipeline(db_url: str):
-    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0})  # see make_pipeline
-    open_stats(crawler)
-    p = SimhashDedupPipeline.from_crawler(crawler)
-    start(p)
+    p = make_pipeline(db_url)
     yield p
     stop(p)
-
-
-def simhash_stats(p: SimhashDedupPipeline) -> dict:
-    return {k: v for k, v in p.stats.get_stats().items() if k.startswith("simhash/")}
 
 
 def test_ten_thousand_character_urls_are_keys_like_any_other(pipeline: SimhashDedupPipeline, db_url: str) -> None:

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 import scrapy
-from conftest import open_stats
-from driving import process, start, stop
+from driving import make_pipeline, process, start, stop
+from driving import simhash_stats as stats
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 from sites import english_article, page
@@ -21,25 +21,11 @@ ARTICLE = page("Report", english_article(11))
 OTHER = page("Other", english_article(12))
 
 
-def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
-    """A started pipeline; extraction in threads unless SIMHASH_WORKERS is given (worker
-    processes run the same function: test_worker_processes_decide_as_threads do)."""
-    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
-    open_stats(crawler)
-    pipeline = SimhashDedupPipeline.from_crawler(crawler)
-    start(pipeline)
-    return pipeline
-
-
 @pytest.fixture
 def pipeline(sqlite_url: str):
     p = make_pipeline(sqlite_url)
     yield p
     stop(p)
-
-
-def stats(p: SimhashDedupPipeline) -> dict:
-    return {k: v for k, v in p.stats.get_stats().items() if k.startswith("simhash/")}
 
 
 class PageItem(scrapy.Item):
