@@ -12,7 +12,7 @@ from scrapy.exceptions import DropItem
 from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
-from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+from simhash_index.scrapy.pipeline import RepeatedPage, SimhashDedupPipeline
 from simhash_index.scrapy.stats import OUTCOMES
 
 ARTICLE = page("Report", english_article(21))
@@ -39,7 +39,8 @@ def test_ten_thousand_character_urls_are_keys_like_any_other(pipeline: SimhashDe
     process(pipeline, {"url": long_url, "html": ARTICLE})
     with pytest.raises(DropItem):
         process(pipeline, {"url": other, "html": ARTICLE})
-    process(pipeline, {"url": long_url, "html": ARTICLE})  # itself: kept again
+    with pytest.raises(RepeatedPage):  # itself, passed on before in this crawl
+        process(pipeline, {"url": long_url, "html": ARTICLE})
     with SimhashIndex(db_url, scheme=None) as index:
         assert [(d.key, d.duplicate_of) for d in index.duplicates()] == [(other, long_url)]
         assert index.get(long_url).key == long_url
@@ -154,6 +155,7 @@ def test_each_item_lands_in_exactly_one_outcome(pipeline: SimhashDedupPipeline) 
     items = [
         {"url": "http://o/1", "html": ARTICLE},  # kept
         {"url": "http://o/2", "html": ARTICLE},  # dropped (exact)
+        {"url": "http://o/1", "html": ARTICLE},  # repeated: passed on before in this crawl
         {"url": "http://o/3"},  # no html or text field
         {"url": "http://o/4", "text": "   "},  # a blank text
         {"url": "http://o/5", "html": ""},  # no text in the html

@@ -39,6 +39,7 @@ from .failures import (
 )
 from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
+from .repeats import PassedOn
 from .settings import PipelineSettings, enabled, unknown_settings
 from .signals import page_superseded
 from .stats import Outcomes
@@ -64,6 +65,14 @@ def opened(index: Index | None, stored: int) -> str:
 def running_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
     """The crawl's SimhashDedupPipeline, if it has one."""
     return _RUNNING.get(crawler)
+
+
+class RepeatedPage(DropItem):
+    """The crawl passed this page on before, under the same key and with the same text (Scrapy
+    fetched its URL again): it is not passed on twice. `key` is its key in the index."""
+
+    one_line = True
+    key: str = ""
 
 
 class NearDuplicate(DropItem):
@@ -100,6 +109,7 @@ class SimhashDedupPipeline:
             batch_size=settings.batch_size,
             on_index_lost=lambda: self.outcomes.note("index_lost"),
         )
+        self.passed = PassedOn()
         self._warned: set[str] = set()
 
     @classmethod
@@ -218,6 +228,9 @@ class SimhashDedupPipeline:
             return self._failed(item, key, exc)
         if page.signature is None:
             return self._unchecked(item, key, page)
+        if self.passed.again(key, page.signature):
+            return self._repeated(key)
+        claim = self.passed.claim(key, page.signature)
         try:
             signature = replace(page.signature, modified=checked.modified)
             match = await awaitable(self.core.decide(key, signature, page.text))
@@ -226,6 +239,8 @@ class SimhashDedupPipeline:
             return item  # never lost: it goes on un-deduplicated
         except Exception as exc:  # a bug, not the page's doing: the page is not lost for it
             return self._failed(item, key, exc)
+        if match is not None and match.superseded is None:
+            self.passed.release(claim)
         return self._conclude(item, checked.adapter, key, page, match)
 
     def _prepare(self, item: Any) -> Checkable | None:
@@ -258,6 +273,14 @@ class SimhashDedupPipeline:
                 "simhash: unexpected %s on %s: %s; the item passes through", type(exc).__name__, safe(key), safe(exc)
             )
         return item
+
+    def _repeated(self, key: str) -> Any:
+        """A page passed on before, unchanged: counted, dropped with one line."""
+        self.outcomes.count("repeated")
+        message = f"{safe(key)} was passed on earlier in this crawl, with the same text"
+        repeat = RepeatedPage(message, log_level=self.settings.drop_log_level)
+        repeat.key = key
+        raise repeat
 
     def _unchecked(self, item: Any, key: str, page: Page) -> Any:
         """A page with no signature to check (extraction failed, or no text): counted, passed through."""
