@@ -225,6 +225,21 @@ def test_the_site_log_is_one_line_per_drop_and_no_line_per_page(site_crawls: Sit
     assert len(summary) == 1 and f"{dropped_count(info)} dropped" in summary[0]
 
 
+def test_the_error_pages_line_counts_the_pages_the_spider_skipped(tmp_path: Path, sqlite_url: str) -> None:
+    """Issue 51: "skipped 31 error pages (32 HTTP 404)": the count by status was Scrapy's, which
+    counts the robots.txt that is not there too."""
+    (tmp_path / "site").mkdir()
+    home = page("Home", english_article(42)).replace("<ul>", '<ul><li><a href="/missing.html">gone</a></li>', 1)
+    (tmp_path / "site" / "index.html").write_text(home, encoding="utf-8")
+    with serve(tmp_path / "site") as base:
+        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run", "ROBOTSTXT_OBEY=True")
+    assert result.returncode == 0, result.log[-2000:]
+    pages = 1 + 5  # missing.html and the page's five navigation links
+    assert result.stat("downloader/response_status_count/404") == pages + 1  # and robots.txt
+    assert f"skipped {pages} error pages ({pages} HTTP 404);" in result.log
+    assert result.stat("site/http_errors") == result.stat("site/http_errors/404") == pages
+
+
 def test_the_progress_line_counts_drops(site_crawls: SiteCrawls) -> None:
     result, quiet = site_crawls.progress, site_crawls.quiet
     assert result.returncode == 0, result.log[-2000:]

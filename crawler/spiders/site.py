@@ -26,7 +26,7 @@ from twisted.python.failure import Failure
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 INDEX_FILES = ("index.html", "index.htm")  # what a web server serves for a folder
-HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each
+HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each; /<status> by status
 FETCH_ERRORS = "site/fetch_errors"  # requests that got no response, one log line each
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"  # logs a robots.txt it cannot fetch
 
@@ -149,6 +149,7 @@ class SiteSpider(scrapy.Spider):
         if response.status >= 400:  # HTTPERROR_ALLOW_ALL sends error pages here: counted, not pages
             if self.crawler.stats is not None:
                 self.crawler.stats.inc_value(HTTP_ERRORS)
+                self.crawler.stats.inc_value(f"{HTTP_ERRORS}/{response.status}")
             return
         if not isinstance(response, HtmlResponse):
             return  # PDFs, images, archives: not pages
@@ -173,16 +174,16 @@ class SiteSpider(scrapy.Spider):
         self.logger.error("cannot fetch %s: %s", failure.request.url, failure.getErrorMessage())
 
     def closed(self, reason: str) -> None:
+        """One line: the error pages skipped, by status. Counted here, as they reached the spider:
+        Scrapy's downloader/response_status_count/* counts robots.txt too, and each retry."""
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
         errors = stats.get(HTTP_ERRORS)
         if errors:
-            statuses = sorted(
-                (name.rpartition("/")[2], count)
-                for name, count in stats.items()
-                if name.startswith("downloader/response_status_count/") and name.rpartition("/")[2] >= "400"
-            )
+            prefix = HTTP_ERRORS + "/"
+            statuses = sorted((name[len(prefix) :], count) for name, count in stats.items() if name.startswith(prefix))
             self.logger.info(
-                "skipped %d error pages (%s); their URLs are in the log with -s LOG_LEVEL=DEBUG",
+                "skipped %d error page%s (%s); their URLs are in the log with -s LOG_LEVEL=DEBUG",
                 errors,
+                "" if errors == 1 else "s",
                 ", ".join(f"{count} HTTP {status}" for status, count in statuses),
             )
