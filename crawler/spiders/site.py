@@ -11,17 +11,21 @@ counts in `site/fetch_errors`.
 
 from __future__ import annotations
 
+import difflib
 import logging
-from collections.abc import AsyncIterator, Iterator
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import scrapy
+from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
+from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -29,6 +33,20 @@ INDEX_FILES = ("index.html", "index.htm")  # what a web server serves for a fold
 HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each; /<status> by status
 FETCH_ERRORS = "site/fetch_errors"  # requests that got no response, one log line each
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"  # logs a robots.txt it cannot fetch
+ARGUMENTS = ("start_url",)
+# Spider attributes Scrapy's own components read, which `-a` may set as well
+SCRAPY_ARGUMENTS = (
+    "user_agent",
+    "download_timeout",
+    "download_maxsize",
+    "download_warnsize",
+    "download_delay",
+    "max_concurrent_requests",
+    "http_user",
+    "http_pass",
+    "http_auth_domain",
+    "handle_httpstatus_list",
+)
 
 
 def parse_start_urls(start_url: str | None) -> list[str]:
@@ -55,6 +73,25 @@ def parse_start_urls(start_url: str | None) -> list[str]:
         else:
             raise ValueError(f"start_url {url!r} is not an http(s) URL, a file:// URL or a local path")
     return urls
+
+
+def check_arguments(given: Iterable[str], settings: BaseSettings) -> None:
+    """ValueError naming the first argument (`-a NAME=...`) that nothing reads, and the known
+    one closest to it: a mistyped `start_url` would otherwise be "start_url is required".
+    Scrapy's own spider attributes, the parameters the feed URIs name (`%(site)s`) and names
+    starting with "_" (scrapyd's `_job`) are taken."""
+    feeds = " ".join(str(uri) for uri in settings.getdict("FEEDS"))
+    known = {*ARGUMENTS, *SCRAPY_ARGUMENTS, *re.findall(r"%\((\w+)\)", feeds)}
+    for name in given:
+        if name in known or name.startswith("_"):
+            continue
+        closest = difflib.get_close_matches(name, [*ARGUMENTS, *SCRAPY_ARGUMENTS], n=1)
+        hint = (
+            f"did you mean {closest[0]}?"
+            if closest
+            else "the site spider takes start_url (settings go with -s NAME=VALUE)"
+        )
+        raise ValueError(f"unknown argument {name}: {hint}")
 
 
 def _site(url: str) -> tuple[str, ...]:
@@ -112,6 +149,11 @@ class SiteSpider(scrapy.Spider):
     """Follows links within the start URLs' sites and yields one item per HTML page."""
 
     name = "site"
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
+        check_arguments(kwargs, crawler.settings)
+        return super().from_crawler(crawler, *args, **kwargs)
 
     def __init__(self, start_url: str | None = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
