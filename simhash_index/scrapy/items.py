@@ -91,7 +91,7 @@ def _key(item: Any, adapter: ItemAdapter, settings: PipelineSettings) -> str | P
     else:
         key = adapter.get(settings.url_field)
     if not key or not isinstance(key, str):
-        shown = "none" if not key else f"a {type(key).__name__}, not text"
+        shown = "none" if key is None else f"{type(key).__name__} {safe(repr(key), 60)}"
         message = "simhash: items without a %r field (text) pass through un-deduplicated (this one's: %s)"
         return PassThrough("no_url", warning=message, arguments=(settings.url_field, shown))
     message = "simhash: %s; the item passes through"
