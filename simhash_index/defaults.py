@@ -14,6 +14,10 @@ MAX_DISTANCE = 6
 # Estimated Jaccard similarity a simhash candidate's sketch must reach to be a duplicate;
 # measured on real pages (docs/accuracy.md).
 MIN_SIMILARITY = 0.88
+# A similar page that may add this many words to the stored page is kept, not dropped as its
+# duplicate; a short page, a share of its words (docs/accuracy.md, "What a page adds").
+ADDED_WORDS = 25
+ADDED_SHARE = 0.1
 
 LAYOUT = "blocks"  # the SQL table's lookup columns: "blocks" or "halves"
 BLOCK_ASSIGNMENT = "contiguous"  # bits 0-15 in block 0, ...; or "interleaved" (bit i in block i mod 4)

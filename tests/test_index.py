@@ -31,7 +31,7 @@ from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.index.probes import MAX_HALVES_RADIUS
 from simhash_index.index.sql.engine import SQLITE_PAGE_SIZE
 from simhash_index.index.sql.layouts import HALF_KEYS, Layout
-from simhash_index.index.sql.statements import fetch
+from simhash_index.index.sql.statements import PAGE_COLUMNS, fetch
 
 if TYPE_CHECKING:
     import redis
@@ -431,14 +431,14 @@ def test_repr_hides_the_password(postgres_url):
 def lookup_statement(index, dialect: str, fingerprint: int, radius: int) -> tuple[str, tuple]:
     """What query() runs first: SQLite's candidate lookups, or PostgreSQL's whole query."""
     if dialect == "postgresql":
-        return index.layout.near(fingerprint, radius)
+        return index.layout.near(fingerprint, radius, PAGE_COLUMNS)
     return index.layout.candidates(fingerprint, radius)
 
 
 def batch_statement(index, dialect: str, fingerprints: list[int], radius: int) -> tuple[str, tuple]:
     """What a batch runs to find its candidates (PostgreSQL halves: one lookup a page)."""
     if dialect == "postgresql":
-        return index.layout.near_batch(fingerprints, radius) or index.layout.near(fingerprints[0], radius)
+        return index.layout.near_batch(fingerprints, radius) or index.layout.near(fingerprints[0], radius, PAGE_COLUMNS)
     return index.layout.batch_candidates(fingerprints, radius)
 
 

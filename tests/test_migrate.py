@@ -27,7 +27,7 @@ from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.index.records import key_hash
 from simhash_index.index.sql.layouts import Layout
 from simhash_index.index.sql.schema import SCHEMA_VERSION
-from simhash_index.index.sql.statements import fetch
+from simhash_index.index.sql.statements import PAGE_COLUMNS, fetch
 from simhash_index.index.sql.table_indexes import index_names
 
 V1 = MetaData()
@@ -141,7 +141,7 @@ def test_version_1_is_upgraded_when_opened(request, backend, without_indexes):
             explain = "EXPLAIN QUERY PLAN " if name == "sqlite" else "EXPLAIN "
             halves = Layout("halves")
             if name == "postgresql":
-                statement, parameters = halves.near(NEAR, index.max_distance)
+                statement, parameters = halves.near(NEAR, index.max_distance, PAGE_COLUMNS)
             else:
                 statement, parameters = halves.candidates(NEAR, index.max_distance)
             plan = str(fetch(conn, explain + statement, parameters))

@@ -76,6 +76,7 @@ def logged_object(duplicate: Duplicate) -> dict[str, Any]:
         "rule": duplicate.rule,
         "distance": duplicate.distance,
         "similarity": listings.score(duplicate.similarity),
+        "added": duplicate.added,
         "seen_at": duplicate.seen_at,
     }
 
@@ -83,8 +84,8 @@ def logged_object(duplicate: Duplicate) -> dict[str, Any]:
 # A kept page's lists, as the text format shows them: a title and the columns of a table each.
 LISTS = {
     "candidates": ("older stored pages within the radius", ("url", "simhash", "distance", "similarity", "reason")),
-    "duplicates": ("dropped as its duplicates", ("url", "rule", "distance", "similarity", "seen_at")),
-    "superseded": ("superseded by it", ("url", "reason", "rule", "distance", "similarity", "seen_at")),
+    "duplicates": ("dropped as its duplicates", ("url", "rule", "distance", "similarity", "added", "seen_at")),
+    "superseded": ("superseded by it", ("url", "reason", "rule", "distance", "similarity", "added", "seen_at")),
 }
 
 
@@ -101,7 +102,7 @@ def write_text(obj: dict[str, Any], out: TextIO) -> None:
         rows = obj.get(name) or []
         if rows:
             out.write(f"\n{title}:\n")
-            formats.write_rows(rows, columns, "table", out, numeric={"distance", "similarity"})
+            formats.write_rows(rows, columns, "table", out, numeric={"distance", "similarity", "added"})
         for row in rows:
             if row.get("diff"):
                 out.write(f"\nwords changed from {formats.visible(row['url'])}:\n")

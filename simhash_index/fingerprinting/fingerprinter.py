@@ -21,8 +21,9 @@ from ..text import stopwords as _stopwords
 from ..text.extract import ExtractOptions, extract_text
 from ..text.frequencies import WORDLIST, check_languages, idf_table
 from ..text.tokens import TOKENIZERS, normalize, number_match, number_shapes, shingle_list, word_count
+from .additions import bitmap
 from .simhash import simhash, simhash_weighted
-from .sketch import DEFAULT_SLOTS, minhash
+from .sketch import DEFAULT_SLOTS, minhash_of, shingle_hashes
 from .weights import load_word_weights
 
 Tokenizer = Callable[[str], list[str]]
@@ -47,9 +48,11 @@ class Signature:
 
     `text_hash` is the hash of the normalised text. Short texts are
     `exact_only`: simhash on a few words is unreliable, so they match only by
-    text_hash. `sketch` verifies simhash candidates before a drop. `words` (the text's
-    length), `dated` (the page's own date) and `modified` (its HTTP Last-Modified) are what a
-    survivor policy compares (index/prefer.py); none takes part in equality.
+    text_hash. `sketch` verifies simhash candidates before a drop; `shingles` (how many
+    distinct shingles the sketch was made of) and `bloom` (their bitmap, additions.py) tell
+    what the page would add to a stored one. `words` (the text's length), `dated` (the page's
+    own date) and `modified` (its HTTP Last-Modified) are what a survivor policy compares
+    (index/prefer.py). Only the first four take part in equality.
     """
 
     simhash: int | None
@@ -59,6 +62,8 @@ class Signature:
     words: int | None = field(default=None, compare=False)
     dated: datetime | None = field(default=None, compare=False)
     modified: datetime | None = field(default=None, compare=False)
+    shingles: int | None = field(default=None, compare=False)
+    bloom: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def near_simhash(self) -> int | None:
@@ -260,10 +265,12 @@ class Fingerprinter:
         words = word_count(normalized)
         if len(normalized) < self.min_length:
             return Signature(fingerprint, exact, exact_only=True, words=words)
-        sketch = None
-        if self.sketch_size:
-            sketch = minhash(shingle_list(normalized), self.sketch_size)
-        return Signature(fingerprint, exact, sketch, words=words)
+        if not self.sketch_size:
+            return Signature(fingerprint, exact, None, words=words)
+        hashes = shingle_hashes(shingle_list(normalized))
+        distinct = np.unique(hashes)
+        sketch = minhash_of(distinct, self.sketch_size)
+        return Signature(fingerprint, exact, sketch, words=words, shingles=len(distinct), bloom=bitmap(distinct))
 
     def _feature_counts(self, normalized: str) -> Counter[str]:
         return Counter(_ngrams(self.tokens(normalized), self.ngram))

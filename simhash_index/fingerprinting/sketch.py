@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 _CHUNK = 128  # shingles per block: a block's k permutations of each (256 KiB at k=256) stay in the CPU's cache
@@ -40,10 +41,20 @@ _PERMUTATIONS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 DEFAULT_SLOTS = 256
 
 
+def shingle_hashes(shingles: Iterable[str]) -> npt.NDArray[np.uint64]:
+    """The 64-bit hash of each shingle, in order, repeats included: what the sketch and the
+    bitmap of a page (additions.py) are made from."""
+    return np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, shingles)), dtype=np.uint64)
+
+
 def minhash(shingles: Iterable[str], k: int = DEFAULT_SLOTS) -> bytes:
     """The k-slot one-byte MinHash of a set of shingles (k bytes); repeats count once."""
+    return minhash_of(shingle_hashes(shingles), k)
+
+
+def minhash_of(hashes: npt.NDArray[np.uint64], k: int = DEFAULT_SLOTS) -> bytes:
+    """The k-slot one-byte MinHash of shingles given by their hashes (shingle_hashes)."""
     # repeats need no removing: they leave every minimum as it is
-    hashes = np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, shingles)), dtype=np.uint64)
     if hashes.size == 0:
         return bytes(k)
     if k not in _PERMUTATIONS:
@@ -70,11 +81,34 @@ def estimate_jaccard(a: bytes, b: bytes) -> float:
     """
     if len(a) != len(b) or not a:
         raise ValueError(f"sketches must be non-empty and of equal length; got {len(a)} and {len(b)} bytes")
-    x = np.frombuffer(a, dtype=np.uint8)
-    y = np.frombuffer(b, dtype=np.uint8)
-    agree = float(np.count_nonzero(x == y)) / x.size
+    return jaccard_of(agreeing(a, b), len(a))
+
+
+def jaccard_of(agreeing: float, slots: int) -> float:
+    """The Jaccard similarity behind `agreeing` of `slots` one-byte slots that hold the same
+    byte: a slot agrees with probability J + (1 - J) / 256."""
     chance = 1 / 256
-    return max(0.0, (agree - chance) / (1 - chance))
+    return max(0.0, (agreeing / slots - chance) / (1 - chance))
+
+
+def agreeing(a: bytes, b: bytes) -> int:
+    """How many slots of two sketches of one size hold the same byte."""
+    return int(np.count_nonzero(np.frombuffer(a, dtype=np.uint8) == np.frombuffer(b, dtype=np.uint8)))
+
+
+def slot_bits(sketch: bytes | None) -> bytes | None:
+    """The lowest bit of each slot of a sketch, packed (32 bytes for 256 slots): slots that hold
+    the same byte hold the same bit, so two sketches agree on no fewer bits than slots, and a
+    candidate whose bits agree too little cannot be similar enough (how a writer turns
+    candidates away in memory, index/sql/lookup.py). None for no sketch, or one of another size."""
+    if sketch is None or len(sketch) != DEFAULT_SLOTS:
+        return None
+    return np.packbits(np.frombuffer(sketch, np.uint8) & 1, bitorder="little").tobytes()
+
+
+def least_agreeing(min_similarity: float, slots: int = DEFAULT_SLOTS) -> int:
+    """The fewest slots of `slots` that must agree for estimate_jaccard to reach `min_similarity`."""
+    return next((count for count in range(slots + 1) if jaccard_of(count, slots) >= min_similarity), slots + 1)
 
 
 similarity = estimate_jaccard  # the name the index modules use

@@ -93,7 +93,8 @@ class Candidate:
     distance: int
     similarity: float | None
     accepted: bool
-    reason: str  # "below min_similarity", "outside the window", or "similar"/"not comparable" when it would be one now
+    reason: str  # "below min_similarity", "adds", "outside the window", or "similar"/"not comparable" now
+    added: int | None = None  # about how many words the kept page adds to it
 
 
 @dataclass(frozen=True)
@@ -152,9 +153,10 @@ class Explanation:
                 return [f"dropped: the same normalised text as {duplicate.duplicate_of} (rule: exact)"]
             shown = "unknown" if duplicate.similarity is None else f"{duplicate.similarity:.3f}"
             radius = "radius not logged" if duplicate.radius is None else f"checked at radius {duplicate.radius}"
+            added = "" if duplicate.added is None else f", adding about {words(duplicate.added)} to it"
             return [
                 f"dropped: {duplicate.distance} bits from {duplicate.duplicate_of} ({radius}), "
-                f"similarity {shown} (at least {self.min_similarity:g}) (rule: near, verified)"
+                f"similarity {shown} (at least {self.min_similarity:g}){added} (rule: near, verified)"
             ]
         if found.page is None:
             return ["neither stored nor logged as a duplicate in this index"]
@@ -169,6 +171,8 @@ class Explanation:
             score = "no sketch" if candidate.similarity is None else f"similarity {candidate.similarity:.3f}"
             if candidate.reason == "below min_similarity":
                 why = f"{score} < {self.min_similarity:g}"
+            elif candidate.reason == rule.ADDS:
+                why = f"{score}, but this page adds about {words(candidate.added)} to it, which it lacks"
             elif candidate.reason == "outside the window":
                 why = f"{score}, but stored more than the window before this page"
             else:
@@ -182,7 +186,8 @@ def _evidence(duplicate: Duplicate) -> str:
     if duplicate.exact:
         return "the same normalised text"
     shown = "similarity not logged" if duplicate.similarity is None else f"similarity {duplicate.similarity:.3f}"
-    return f"{duplicate.distance} bits, {shown}"
+    added = "" if duplicate.added is None else f", adding about {words(duplicate.added)} to it"
+    return f"{duplicate.distance} bits, {shown}{added}"
 
 
 def explain(index: Index, key: str) -> Explanation:
@@ -202,5 +207,11 @@ def explain(index: Index, key: str) -> Explanation:
         accepted, reason = verdict.accepted, verdict.reason
         if not index.policy.within(stored, page.stored_at):  # the window as of the page's check
             accepted, reason = False, "outside the window"
-        candidates.append(Candidate(stored.key, stored.signature.simhash, bits, verdict.similarity, accepted, reason))
+        fingerprint, score = stored.signature.simhash, verdict.similarity
+        candidates.append(Candidate(stored.key, fingerprint, bits, score, accepted, reason, verdict.added))
     return replace(explanation, candidates=tuple(candidates))
+
+
+def words(count: int | None) -> str:
+    """A count of words as a sentence says it: "1 word", "600 words"."""
+    return "an unknown number of words" if count is None else f"{count} word{'' if count == 1 else 's'}"

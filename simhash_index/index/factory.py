@@ -24,6 +24,7 @@ def open_index(
     *,
     max_distance: int | None = None,
     min_similarity: float = defaults.MIN_SIMILARITY,
+    added_words: int | None = defaults.ADDED_WORDS,
     scheme: str | None = DEFAULT.scheme,
     create: bool = True,
     layout: str | None = None,
@@ -43,6 +44,9 @@ def open_index(
     max_distance: the search radius, 0 to 7; None: the default (6), or the largest radius the
     index's layout answers when that is smaller (a "halves" SQL index: 5). A radius chosen beyond
     the layout's largest is refused.
+    added_words: a similar page that may add this many words to the stored page (a tenth of
+    a short page's) is kept, not dropped as its duplicate (docs/accuracy.md, "What a page adds");
+    None: the plain similarity rule.
     scheme: the Fingerprinter.scheme of the fingerprints to be stored (None adopts the
     index's). create: create the index when there is none (False: IndexNotFoundError).
     layout, block_assignment: an SQL table's lookup layout, chosen when it is created
@@ -72,7 +76,11 @@ def open_index(
         raise ValueError(f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}")
     options = Options(
         policy=Policy.of(
-            max_distance, min_similarity, as_window(window if window is not None else window_in_url), prefer
+            max_distance,
+            min_similarity,
+            as_window(window if window is not None else window_in_url),
+            prefer,
+            added_words,
         ),
         radius_chosen=max_distance is not None,
         scheme=scheme,

@@ -3,9 +3,10 @@ its arguments get (keys every database can store, fingerprints as plain unsigned
 
 from __future__ import annotations
 
+import math
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import SupportsIndex, cast
 
@@ -26,7 +27,10 @@ class Match:
 
     `superseded`: set when the survivor policy (Policy.prefer) preferred the page checked to
     this stored one: the checked page was kept, and this one became its duplicate; the
-    reason ("longer", "newer", "preferred"). A check that returns such a Match kept its page."""
+    reason ("longer", "newer", "preferred"). A check that returns such a Match kept its page.
+
+    `added`: about how many words the checked page adds to this stored one (new word
+    3-shingles, fingerprinting/additions.py); None when not known."""
 
     key: str
     fingerprint: int | None
@@ -34,6 +38,7 @@ class Match:
     exact: bool = False
     similarity: float | None = None
     superseded: str | None = None
+    added: int | None = field(default=None, compare=False)  # an estimate: not part of what matched
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class Duplicate:
     the rule that decided ("exact": the same normalised text; "near": within the radius,
     verified). Evidence an older index did not log is None. `superseded`: set when this page
     was stored until a page the survivor policy preferred came (the reason: "longer",
-    "newer", "preferred")."""
+    "newer", "preferred"). `added`: about how many words it added to the stored page."""
 
     key: str
     duplicate_of: str
@@ -54,6 +59,7 @@ class Duplicate:
     similarity: float | None = None
     radius: int | None = None
     superseded: str | None = None
+    added: int | None = field(default=None, compare=False)
 
     @property
     def rule(self) -> str:
@@ -62,12 +68,14 @@ class Duplicate:
 
 @dataclass(frozen=True)
 class StoredPage:
-    """A stored page as the duplicate rule sees it; `order` ranks pages by age (row id)."""
+    """A stored page as the duplicate rule sees it; `order` ranks pages by age (the older
+    first); `row_id`: its row in an SQL table (None: not stored in one, or not yet)."""
 
     key: str
     signature: Signature
     order: int
     stored_at: datetime | None = None
+    row_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -76,12 +84,15 @@ class Policy:
     have sketches) at least `min_similarity` similar; `window`: only of pages stored within
     this time before the check (None: of any stored page); `prefer`: which of a page and
     the stored page it duplicates survives (index/prefer.py: "first", "longest", "newest",
-    or a function)."""
+    or a function); `added_words`: a similar page that may add this many words to the
+    stored page (fewer for a short page: `added_threshold`) is not its duplicate (None: the
+    plain similarity rule)."""
 
     max_distance: int = defaults.MAX_DISTANCE
     min_similarity: float = defaults.MIN_SIMILARITY
     window: timedelta | None = None
     prefer: Prefer = "first"
+    added_words: int | None = defaults.ADDED_WORDS
 
     def __post_init__(self) -> None:
         limit = defaults.MAX_SUPPORTED_DISTANCE
@@ -101,6 +112,11 @@ class Policy:
                 f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
             )
         check_prefer(self.prefer)
+        words = self.added_words
+        if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 1):
+            raise ValueError(
+                f"added_words must be a positive number of words, or None for the plain similarity rule; got {words!r}"
+            )
 
     @classmethod
     def of(
@@ -109,9 +125,18 @@ class Policy:
         min_similarity: float = defaults.MIN_SIMILARITY,
         window: timedelta | None = None,
         prefer: Prefer = "first",
+        added_words: int | None = defaults.ADDED_WORDS,
     ) -> Policy:
         """The policy of options as given, where `max_distance` None means the default radius."""
-        return cls(defaults.MAX_DISTANCE if max_distance is None else max_distance, min_similarity, window, prefer)
+        radius = defaults.MAX_DISTANCE if max_distance is None else max_distance
+        return cls(radius, min_similarity, window, prefer, added_words)
+
+    def added_threshold(self, shingles: int) -> int | None:
+        """The words a page of `shingles` distinct shingles may add before it is not a duplicate:
+        `added_words`, or a share of a short page (defaults.ADDED_SHARE); None: not asked."""
+        if self.added_words is None:
+            return None
+        return min(self.added_words, max(1, math.ceil(defaults.ADDED_SHARE * shingles)))
 
     def within(self, page: StoredPage, moment: datetime | None) -> bool:
         """Whether a stored page is in the window at `moment` (pages of this batch always are)."""
@@ -188,13 +213,16 @@ def as_u64(value: object, name: str = "fingerprint") -> int:
 
 def as_signature(fingerprint: object, text_hash: object = None, sketch: object = None) -> Signature:
     """What check_and_add and add were given, as a Signature of plain ints and bytes (checked)."""
-    exact_only, words, dated, modified = False, None, None, None
+    exact_only, words, dated, modified, shingles, bloom = False, None, None, None, None, None
     if isinstance(fingerprint, Signature):
         given = fingerprint
         fingerprint, text_hash, sketch, exact_only = given.simhash, given.text_hash, given.sketch, given.exact_only
-        words, dated, modified = given.words, given.dated, given.modified
-        if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 0):
-            raise ValueError(f"Signature.words must be a count of words (an int, 0 or more); got {words!r}")
+        words, dated, modified, shingles, bloom = given.words, given.dated, given.modified, given.shingles, given.bloom
+        for name, count in (("words", words), ("shingles", shingles)):
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                raise ValueError(f"Signature.{name} must be a count (an int, 0 or more); got {count!r}")
+        if bloom is not None and not (isinstance(bloom, (bytes, bytearray, memoryview)) and _power_of_two(len(bloom))):
+            raise TypeError("Signature.bloom must be bytes of a power-of-two length (Fingerprinter.signature makes it)")
         for name, moment in (("dated", dated), ("modified", modified)):
             if moment is not None and not isinstance(moment, datetime):
                 raise TypeError(
@@ -212,7 +240,13 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         words=words,
         dated=None if dated is None else as_utc(dated),
         modified=None if modified is None else as_utc(modified),
+        shingles=shingles,
+        bloom=None if bloom is None else bytes(bloom),
     )
+
+
+def _power_of_two(size: int) -> bool:
+    return size > 0 and size & (size - 1) == 0
 
 
 def as_utc(moment: datetime) -> datetime:

@@ -8,11 +8,14 @@ For a page checked under a key:
 3. Else, for a page long enough to have a simhash match (not `exact_only`), the stored pages
    within `max_distance` bits, nearest first and oldest first on a tie: the first whose
    sketch is at least `min_similarity` similar (or that cannot be compared, lacking a
-   sketch) is a near match.
-4. Else the page is new, and is stored.
+   sketch) and to which the page adds fewer words than `Policy.added_threshold` (`adds`:
+   what the page has that the stored one lacks, fingerprinting/additions.py; a page that may
+   add that many is not its duplicate) is a near match.
+4. Else the page is new, and is stored (a similar page it adds to stays stored too).
 5. A page that matched in step 2 or 3 supersedes its match when the survivor policy
    (`Policy.prefer`, prefer.py) prefers it: the page is stored, and the matched page
-   becomes its duplicate, with the duplicates logged against it.
+   becomes its duplicate, with the duplicates logged against it. So does a page stored in
+   step 4 the first similar page it adds to: under "first" both stay stored.
 """
 
 from __future__ import annotations
@@ -21,22 +24,34 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from ..fingerprinting.additions import Addition, SketchBound, addition
 from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Signature
+from ..fingerprinting.sketch import agreeing
 from ..fingerprinting.sketch import similarity as sketch_similarity
 from .prefer import Contender, supersedes
 from .records import Match, Policy, StoredPage
 
+ADDS = "adds"  # the verdict on a similar page the checked one adds words to
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """Why a candidate was or was not the page's match."""
+    """Why a candidate was or was not the page's match; `added`: about how many words the
+    checked page adds to it (None: not asked, or not known)."""
 
     page: StoredPage
     distance: int
     similarity: float | None
     accepted: bool
-    reason: str  # "same text", "similar", "not comparable", "below min_similarity"
+    reason: str  # "same text", "similar", "not comparable", "below min_similarity", ADDS
+    added: int | None = None
+
+    def match(self) -> Match:
+        """The candidate as the page's match."""
+        stored = self.page.signature.simhash
+        exact = self.reason == "same text"
+        return Match(self.page.key, stored, self.distance, exact, self.similarity, added=self.added)
 
 
 @dataclass(frozen=True)
@@ -56,8 +71,16 @@ class Decision:
 
     @property
     def matched(self) -> StoredPage | None:
-        """The stored page the page matched, as the backend read it."""
-        return next((verdict.page for verdict in self.checked if verdict.accepted), None)
+        """The stored page the page matched (or superseded), as the backend read it."""
+        verdict = next((verdict for verdict in self.checked if verdict.accepted), None)
+        if verdict is None and self.supersedes:
+            verdict = self.added_to
+        return None if verdict is None else verdict.page
+
+    @property
+    def added_to(self) -> Verdict | None:
+        """The first similar stored page the page adds words to (why it was not its duplicate)."""
+        return next((verdict for verdict in self.checked if verdict.reason == ADDS), None)
 
 
 def near(signature: Signature, pages: Iterable[StoredPage], max_distance: int) -> list[tuple[int, StoredPage]]:
@@ -99,16 +122,19 @@ def decide(
     page its words and dates, when the backend read it without them (called only when the
     policy is not "first")."""
     decision = _decide(signature, own=own, same_text=same_text, nearby=nearby, policy=policy, moment=moment)
-    if policy.prefer == "first" or decision.match is None:
+    if policy.prefer == "first":
         return decision
-    matched = decision.matched
-    assert matched is not None  # a match comes from an accepted verdict
-    if complete is not None:
-        matched = complete(matched)
-    reason = supersedes(policy.prefer, contender(key, signature), contender(matched.key, matched.signature))
+    rival = next((verdict for verdict in decision.checked if verdict.accepted), None)
+    if rival is None and decision.match is None and decision.store:
+        rival = decision.added_to
+    if rival is None:
+        return decision
+    stored = rival.page if complete is None else complete(rival.page)
+    reason = supersedes(policy.prefer, contender(key, signature), contender(stored.key, stored.signature))
     if reason is None:
         return decision
-    return Decision(replace(decision.match, superseded=reason), store=True, checked=decision.checked)
+    match = replace(decision.match or rival.match(), superseded=reason)
+    return Decision(match, store=True, checked=decision.checked)
 
 
 def contender(key: str, signature: Signature) -> Contender:
@@ -135,15 +161,14 @@ def _decide(
         first = min(same_text, key=lambda page: page.order)
         stored = first.signature.simhash
         bits = hamming(stored, signature.simhash) if stored is not None and signature.simhash is not None else 0
-        verdict = Verdict(first, bits, None, True, "same text")
-        return Decision(Match(first.key, stored, bits, exact=True), store=False, checked=(verdict,))
+        verdict = Verdict(first, bits, None, True, "same text", added=0)
+        return Decision(verdict.match(), store=False, checked=(verdict,))
     checked = []
     for bits, page in near(signature, nearby, policy.max_distance):
         verdict = judge(signature, page, bits, policy)
         checked.append(verdict)
         if verdict.accepted:
-            match = Match(page.key, page.signature.simhash, bits, similarity=verdict.similarity)
-            return Decision(match, store=False, checked=tuple(checked))
+            return Decision(verdict.match(), store=False, checked=tuple(checked))
     return Decision(None, store=True, checked=tuple(checked))
 
 
@@ -158,12 +183,31 @@ def settles(signature: Signature, page: StoredPage, policy: Policy, moment: date
 
 
 def judge(signature: Signature, page: StoredPage, bits: int, policy: Policy) -> Verdict:
-    """The verdict on a stored page `bits` away from the checked one: similar enough, or not."""
+    """The verdict on a stored page `bits` away from the checked one: similar enough and adding
+    too little to it, or not."""
     score = similarity(signature, page.signature)
     if score is None:
         return Verdict(page, bits, None, True, "not comparable")
-    accepted = score >= policy.min_similarity
-    return Verdict(page, bits, score, accepted, "similar" if accepted else "below min_similarity")
+    if score < policy.min_similarity:
+        return Verdict(page, bits, score, False, "below min_similarity")
+    found = adds(signature, page.signature)
+    threshold = None if signature.shingles is None else policy.added_threshold(signature.shingles)
+    if found is None or threshold is None:
+        return Verdict(page, bits, score, True, "similar")
+    if found.reaches(threshold):
+        return Verdict(page, bits, score, False, ADDS, found.estimate)
+    return Verdict(page, bits, score, True, "similar", found.estimate)
+
+
+def adds(a: Signature, b: Signature) -> Addition | SketchBound | None:
+    """What page `a` adds to page `b`: from their bitmaps when both have one, else bounded from
+    their sketches; None when `a` does not say how many shingles it has (a Signature made
+    without them) or the sketches cannot be compared."""
+    if a.shingles is None or a.sketch is None or b.sketch is None or len(a.sketch) != len(b.sketch) or not a.sketch:
+        return None
+    if a.bloom is not None and b.bloom is not None and b.shingles is not None:
+        return addition(a.bloom, a.shingles, b.bloom, b.shingles)
+    return SketchBound(a.shingles, agreeing(a.sketch, b.sketch), len(a.sketch))
 
 
 def similarity(a: Signature, b: Signature) -> float | None:

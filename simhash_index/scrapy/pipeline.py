@@ -185,6 +185,7 @@ class SimhashDedupPipeline:
             settings.database_url,
             max_distance=settings.max_distance,
             min_similarity=settings.min_similarity,
+            added_words=settings.added_words,
             window=settings.window,
             keep_texts=settings.keep_texts,
             prefer=settings.prefer,

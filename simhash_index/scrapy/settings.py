@@ -27,6 +27,7 @@ KNOWN = (  # every setting read (the README's settings table lists each)
     "SIMHASH_DATABASE_URL",
     "SIMHASH_MAX_DISTANCE",
     "SIMHASH_MIN_SIMILARITY",
+    "SIMHASH_ADDED_WORDS",
     "SIMHASH_WINDOW",
     "SIMHASH_PREFER",
     "SIMHASH_KEEP_TEXTS",
@@ -65,6 +66,7 @@ class PipelineSettings:
     block_assignment: str | None = None
     max_distance: int | None = None  # None: the default radius, capped by a halves index
     min_similarity: float = defaults.MIN_SIMILARITY
+    added_words: int | None = defaults.ADDED_WORDS  # None: the plain similarity rule
     window: timedelta | None = None  # a page is a duplicate only of pages stored within it
     keep_texts: bool = False  # keep each page's text, compressed (explain and report diffs)
     prefer: Prefer = "first"  # the survivor policy: which of two duplicates is kept (index/prefer.py)
@@ -93,6 +95,7 @@ class PipelineSettings:
             block_assignment=read.optional_choice("BLOCK_ASSIGNMENT", ASSIGNMENTS),
             max_distance=read.optional_integer("MAX_DISTANCE", 0, defaults.MAX_SUPPORTED_DISTANCE),
             min_similarity=read.number("MIN_SIMILARITY", defaults.MIN_SIMILARITY, 0.0, 1.0),
+            added_words=read.integer("ADDED_WORDS", defaults.ADDED_WORDS, 0, None) or None,
             window=read.window("WINDOW"),
             keep_texts=read.boolean("KEEP_TEXTS", False),
             prefer=_prefer(settings.get("SIMHASH_PREFER")),

@@ -147,6 +147,7 @@ class MemoryIndex(Index):
             match.similarity,
             self.max_distance,
             match.superseded,
+            match.added,
         )
         self._log[key] = _Logged(entry.order if entry else next(self._log_order), duplicate)
 

@@ -3,18 +3,22 @@
 Multi-index hashing (probes.py) over NumPy tables: the fingerprint is cut into parts (four of
 16 bits while a table is small, three of 22, 21 and 21 bits from LARGE_FROM fingerprints on,
 where they read fewer entries a lookup: the widest first, as the first parts take the larger
-tolerances); per part, every fingerprint of the table sorted by that part's value, and a
-direct-address array `starts` (2**width + 1 offsets) of where each value's run begins. A batch
+tolerances); per part, the table's entries ordered by that part's value (4-byte positions) and
+a direct-address array `starts` (2**width + 1 offsets) of where each value's run begins. A batch
 of lookups probes every part at every value within its tolerance in one vectorised gather,
 then keeps the fingerprints within the radius (XOR and popcount).
 
-Adding stays cheap however large the index: new fingerprints wait in a short list that every
+Each entry may carry a payload: a row of unsigned 64-bit words the caller gives with its
+fingerprint (a row id, sketch bits) and gets back with it, so that what it needs to judge a
+candidate is at hand without a read.
+
+Adding stays cheap however large the index: new entries wait in a short list that every
 lookup compares in full; past PENDING of them they are merged into a small table, and the small
 table into the main one once it holds a sixteenth as many (each merge is linear in what it
-copies, so a fingerprint is copied a bounded number of times on average).
+copies, so an entry is copied a bounded number of times on average).
 
-A fingerprint added twice is held twice (and found once). Nothing is removed: a caller that
-forgets fingerprints builds a new index from what remains.
+A fingerprint added twice is held twice, and found twice (with each payload). Nothing is
+removed: a caller that forgets fingerprints builds a new index from what remains.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy.typing as npt
 from ..probes import masks, tolerances
 
 U64 = npt.NDArray[np.uint64]
+Payload = npt.NDArray[np.uint64]  # one row of words an entry, shape (entries, width)
 Positions = npt.NDArray[np.intp]
 SMALL = (16, 16, 16, 16)  # 1 MiB of offsets: the layout of a small table
 LARGE = (22, 21, 21)  # 16 MiB of offsets, and a tenth of the entries a radius-6 lookup reads at a million
@@ -44,11 +49,13 @@ def widths_for(count: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Found:
-    """What a batch lookup found: pairs of (query position, fingerprint), each pair once, ordered
-    by query position then fingerprint; `read`: the entries the lookup compared with a query."""
+    """What a batch lookup found: (query position, fingerprint, payload row) for each entry
+    within the radius of a query, each once, ordered by query position then fingerprint;
+    `read`: the entries the lookup compared with a query."""
 
     queries: Positions
     fingerprints: U64
+    payload: Payload
     read: int
 
     def of(self, count: int) -> list[U64]:
@@ -60,100 +67,145 @@ class Found:
 class NearIndex:
     """Fingerprints in memory, answering "every fingerprint held within r bits of each query"."""
 
-    def __init__(self, fingerprints: Iterable[int] | U64 = (), *, widths: Sequence[int] | None = None) -> None:
-        """`widths`: the parts' widths of every table (they add up to 64); None: by size."""
+    def __init__(
+        self,
+        fingerprints: Iterable[int] | U64 = (),
+        payload: Payload | None = None,
+        *,
+        width: int = 0,
+        widths: Sequence[int] | None = None,
+    ) -> None:
+        """`payload`: a row for each fingerprint, of `width` words (its width when given);
+        `widths`: the parts' widths of every table (they add up to 64); None: by size."""
         if widths is not None and (sum(widths) != 64 or min(widths) < 1 or max(widths) > 24):
             raise ValueError(f"widths must be parts of 1 to 24 bits adding up to 64; got {widths!r}")
         self._widths = None if widths is None else tuple(widths)
         stored = as_u64(fingerprints)
-        self._main = _Table(stored, self._widths or widths_for(len(stored)))
-        self._small = _Table(np.empty(0, np.uint64), self._widths or SMALL)
-        self._pending: list[int] = []
+        self.width = payload.shape[1] if payload is not None else width
+        rows = self._rows(len(stored), payload)
+        self._main = _Table(stored, rows, self._widths or widths_for(len(stored)))
+        self._small = self._empty()
+        self._pending: list[tuple[U64, Payload]] = []
+        self._pending_count = 0
 
     def __len__(self) -> int:
-        return len(self._main) + len(self._small) + len(self._pending)
+        return len(self._main) + len(self._small) + self._pending_count
 
     @property
     def nbytes(self) -> int:
         """Bytes the index's arrays hold."""
-        return self._main.nbytes + self._small.nbytes + 8 * len(self._pending)
+        pending = sum(f.nbytes + p.nbytes for f, p in self._pending)
+        return self._main.nbytes + self._small.nbytes + pending
 
     @property
     def widths(self) -> tuple[int, ...]:
         """The part widths of the main table."""
         return self._main.widths
 
-    def add(self, fingerprints: Iterable[int] | U64) -> None:
-        """Hold these fingerprints too (unsigned 64-bit integers)."""
-        self._pending.extend(as_u64(fingerprints).tolist() if isinstance(fingerprints, np.ndarray) else fingerprints)
-        if len(self._pending) < PENDING:
+    def add(self, fingerprints: Iterable[int] | U64, payload: Payload | None = None) -> None:
+        """Hold these fingerprints too (unsigned 64-bit integers), with their payload rows."""
+        more = as_u64(fingerprints)
+        if not len(more):
             return
-        self._small = self._small.with_(np.array(self._pending, np.uint64))
-        self._pending = []
+        self._pending.append((more, self._rows(len(more), payload)))
+        self._pending_count += len(more)
+        if self._pending_count < PENDING:
+            return
+        fingerprints_, rows = self._pending_arrays()
+        self._small = self._small.with_(fingerprints_, rows)
+        self._pending, self._pending_count = [], 0
         if len(self._small) * SMALL_SHARE >= len(self._main):
-            self._main = self._main.with_(self._small.fingerprints, self._widths)
-            self._small = _Table(np.empty(0, np.uint64), self._widths or SMALL)
+            self._main = self._main.with_(self._small.fingerprints, self._small.payload, self._widths)
+            self._small = self._empty()
 
     def search(self, queries: Iterable[int] | U64, radius: int) -> Found:
-        """Every fingerprint held within `radius` bits of each query."""
+        """Every entry held within `radius` bits of each query."""
         if isinstance(radius, bool) or not isinstance(radius, int) or not 0 <= radius <= 63:
             raise ValueError(f"radius must be an integer from 0 to 63; got {radius!r}")
         wanted = as_u64(queries)
-        found = [self._main.search(wanted, radius), self._small.search(wanted, radius)]
-        if self._pending and len(wanted):
-            pending = np.array(self._pending, np.uint64)
-            at, column = np.nonzero(np.bitwise_count(wanted[:, None] ^ pending[None, :]) <= radius)
-            found.append((at, pending[column], len(wanted) * len(pending)))
+        tables: list[_Table | _Pending] = [self._main, self._small]
+        if self._pending:
+            tables.append(_Pending(*self._pending_arrays()))
+        found, offset = [], 0
+        for table in tables:
+            at, positions, read = table.search(wanted, radius)
+            found.append((at, positions + offset, table.fingerprints[positions], table.payload[positions], read))
+            offset += len(table.fingerprints)
         return _distinct(found)
+
+    def _rows(self, count: int, payload: Payload | None) -> Payload:
+        if payload is None:
+            if self.width:
+                raise ValueError(f"this index holds a payload of {self.width} words an entry: give one")
+            return np.empty((count, 0), np.uint64)
+        rows = np.asarray(payload, np.uint64)
+        if rows.shape != (count, self.width):
+            raise ValueError(f"payload must have one row of {self.width} words a fingerprint; got {rows.shape}")
+        return rows
+
+    def _empty(self) -> _Table:
+        return _Table(np.empty(0, np.uint64), np.empty((0, self.width), np.uint64), self._widths or SMALL)
+
+    def _pending_arrays(self) -> tuple[U64, Payload]:
+        if len(self._pending) > 1:
+            self._pending = [
+                (np.concatenate([f for f, _ in self._pending]), np.concatenate([p for _, p in self._pending]))
+            ]
+        return self._pending[0]
 
 
 class _Table:
-    """Fingerprints sorted by each part, with each part's run offsets; never changed once built."""
+    """Entries (fingerprints and payload rows) ordered by each part, with each part's run
+    offsets; never changed once built."""
 
-    def __init__(self, fingerprints: U64, widths: tuple[int, ...]) -> None:
+    def __init__(self, fingerprints: U64, payload: Payload, widths: tuple[int, ...]) -> None:
         self.widths = widths
+        self.fingerprints = fingerprints
+        self.payload = payload
         self._shifts = tuple(int(s) for s in np.cumsum((0, *widths[:-1])))
-        self._sorted: list[U64] = []
+        self._order: list[npt.NDArray[np.uint32]] = []
         self._starts: list[npt.NDArray[np.int32]] = []
         for part, width in enumerate(widths):
-            self._sorted.append(_sorted_by_part(fingerprints, self._shifts[part], width))
-            self._starts.append(_offsets(self._keys(self._sorted[part], part), width))
+            keys = self._keys(fingerprints, part)
+            self._order.append(_ordered(keys))
+            self._starts.append(_offsets(keys, width))
 
     def __len__(self) -> int:
-        return len(self._sorted[0])
-
-    @property
-    def fingerprints(self) -> U64:
-        return self._sorted[0]
+        return len(self.fingerprints)
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self._sorted) + sum(a.nbytes for a in self._starts)
+        arrays: list[npt.NDArray[np.generic]] = [self.fingerprints, self.payload, *self._order, *self._starts]
+        return sum(a.nbytes for a in arrays)
 
-    def with_(self, more: U64, widths: tuple[int, ...] | None = None) -> _Table:
-        """A table of these fingerprints and `more`, in `widths` (None: the layout for its size)."""
+    def with_(self, more: U64, payload: Payload, widths: tuple[int, ...] | None = None) -> _Table:
+        """A table of these entries and `more`, in `widths` (None: the layout for its size)."""
         layout = widths or widths_for(len(self) + len(more))
+        fingerprints = np.concatenate([self.fingerprints, more])
+        rows = np.concatenate([self.payload, payload])
         if layout != self.widths:
-            return _Table(np.concatenate([self.fingerprints, more]), layout)
+            return _Table(fingerprints, rows, layout)
         merged = object.__new__(_Table)
         merged.widths, merged._shifts = self.widths, self._shifts
-        merged._sorted, merged._starts = [], []
+        merged.fingerprints, merged.payload = fingerprints, rows
+        merged._order, merged._starts = [], []
         for part, width in enumerate(self.widths):
             keys = self._keys(more, part)
-            order = np.argsort(keys)
-            merged._sorted.append(np.insert(self._sorted[part], self._starts[part][keys[order] + 1], more[order]))
+            order = _ordered(keys)
+            where = self._starts[part][keys[order] + 1]
+            merged._order.append(np.insert(self._order[part], where, (order + len(self)).astype(np.uint32)))
             merged._starts.append(self._starts[part] + _offsets(keys, width))
         return merged
 
-    def search(self, queries: U64, radius: int) -> tuple[Positions, U64, int]:
-        """(query position, fingerprint) of the fingerprints within `radius` of each query; entries read."""
-        found: list[tuple[Positions, U64, int]] = []
+    def search(self, queries: U64, radius: int) -> tuple[Positions, Positions, int]:
+        """(query position, entry position) of the entries within `radius` of each query; entries read."""
+        found: list[tuple[Positions, Positions, int]] = []
         if len(self) and len(queries):
             for part, tolerance in enumerate(tolerances(radius, len(self.widths))):
                 if tolerance >= 0:
                     found.append(self._probe(part, tolerance, queries, radius))
         if not found:
-            return np.empty(0, np.intp), np.empty(0, np.uint64), 0
+            return np.empty(0, np.intp), np.empty(0, np.intp), 0
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found]), sum(f[2] for f in found)
 
     def _keys(self, fingerprints: U64, part: int) -> npt.NDArray[np.int64]:
@@ -161,7 +213,7 @@ class _Table:
         keys: npt.NDArray[np.int64] = ((fingerprints >> np.uint64(self._shifts[part])) & mask).astype(np.int64)
         return keys
 
-    def _probe(self, part: int, tolerance: int, queries: U64, radius: int) -> tuple[Positions, U64, int]:
+    def _probe(self, part: int, tolerance: int, queries: U64, radius: int) -> tuple[Positions, Positions, int]:
         """The runs of this part's values within `tolerance` bits of each query's, gathered at once."""
         flips = _flips(self.widths[part], tolerance)
         probes = (self._keys(queries, part)[:, None] ^ flips[None, :]).ravel()
@@ -170,27 +222,49 @@ class _Table:
         lengths = starts[probes + 1] - first
         total = int(lengths.sum())
         if not total:
-            return np.empty(0, np.intp), np.empty(0, np.uint64), 0
+            return np.empty(0, np.intp), np.empty(0, np.intp), 0
         ends = np.cumsum(lengths)
         entries = np.arange(total) + np.repeat(first - (ends - lengths), lengths)
         owner = np.repeat(np.arange(len(probes)) // len(flips), lengths)
-        stored = self._sorted[part][entries]
-        near = np.bitwise_count(stored ^ queries[owner]) <= radius
-        return owner[near], stored[near], total
+        positions = self._order[part][entries].astype(np.intp)
+        near = np.bitwise_count(self.fingerprints[positions] ^ queries[owner]) <= radius
+        return owner[near], positions[near], total
 
 
-def _sorted_by_part(fingerprints: U64, shift: int, width: int) -> U64:
-    """The fingerprints ordered by the part of `width` bits at `shift`: sorted as rotated so that
-    the part leads, which orders them by it (a sort of values, faster than an argsort by keys)."""
-    up = 64 - shift - width
-    return _rotated(np.sort(_rotated(fingerprints, up)), (64 - up) % 64)
+@dataclass(frozen=True)
+class _Pending:
+    """The entries not yet in a table, compared with every query in full."""
+
+    fingerprints: U64
+    payload: Payload
+
+    def search(self, queries: U64, radius: int) -> tuple[Positions, Positions, int]:
+        at, positions = np.nonzero(np.bitwise_count(queries[:, None] ^ self.fingerprints[None, :]) <= radius)
+        return at, positions, len(queries) * len(self.fingerprints)
 
 
-def _rotated(values: U64, left: int) -> U64:
-    if not left:
-        return values
-    rotated: U64 = (values << np.uint64(left)) | (values >> np.uint64(64 - left))
-    return rotated
+DENSE = 1 << 20  # pairs compared in full, at most; with more, the values are looked up in a NearIndex
+
+
+def pairs_between(queries: U64, values: U64, radius: int) -> tuple[Positions, Positions]:
+    """The pairs (i, j) of a query and a value within `radius` bits, ordered by i then j: in
+    memory linear in the numbers of queries, values and pairs."""
+    if len(queries) * len(values) <= DENSE:
+        at, other = np.nonzero(np.bitwise_count(queries[:, None] ^ values[None, :]) <= radius)
+        return at, other
+    found = NearIndex(values, np.arange(len(values), dtype=np.uint64)[:, None]).search(queries, radius)
+    other = found.payload[:, 0].astype(np.intp)
+    order = np.lexsort((other, found.queries))
+    return found.queries[order], other[order]
+
+
+def _ordered(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.uint32]:
+    """The positions of `keys` in the order of their values (ties in position order): one sort of
+    (key, position) packed in 64 bits, faster than an argsort."""
+    packed = (keys.astype(np.uint64) << np.uint64(32)) | np.arange(len(keys), dtype=np.uint64)
+    packed.sort()
+    positions: npt.NDArray[np.uint32] = packed.astype(np.uint32)  # the low 32 bits
+    return positions
 
 
 def _offsets(keys: npt.NDArray[np.int64], width: int) -> npt.NDArray[np.int32]:
@@ -213,11 +287,16 @@ def as_u64(values: Iterable[int] | U64) -> U64:
     return np.fromiter(values, np.uint64)
 
 
-def _distinct(found: list[tuple[Positions, U64, int]]) -> Found:
+def _distinct(found: list[tuple[Positions, Positions, U64, Payload, int]]) -> Found:
+    """The tables' finds (query, entry number among all tables, fingerprint, payload, read) as
+    one, each (query, entry) once: a part finds an entry once, but several parts may find it."""
     at = np.concatenate([f[0] for f in found])
-    fingerprints = np.concatenate([f[1] for f in found])
-    order = np.lexsort((fingerprints, at))
-    at, fingerprints = at[order], fingerprints[order]
-    keep = np.ones(len(at), bool)
-    keep[1:] = (at[1:] != at[:-1]) | (fingerprints[1:] != fingerprints[:-1])
-    return Found(at[keep], fingerprints[keep], sum(f[2] for f in found))
+    entry = np.concatenate([f[1] for f in found])
+    fingerprints = np.concatenate([f[2] for f in found])
+    payload = np.concatenate([f[3] for f in found])
+    order = np.lexsort((entry, at))
+    keep = np.ones(len(order), bool)
+    keep[1:] = (at[order][1:] != at[order][:-1]) | (entry[order][1:] != entry[order][:-1])
+    kept = order[keep]
+    kept = kept[np.lexsort((fingerprints[kept], at[kept]))]
+    return Found(at[kept], fingerprints[kept], payload[kept], sum(f[4] for f in found))

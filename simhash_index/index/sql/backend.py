@@ -49,8 +49,8 @@ from .engine import (
 )
 from .layouts import Layout
 from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup
-from .opening import add_modified, layout_in_url, make_parent_folder, open_tables
-from .schema import SCHEMA_VERSION, tables
+from .opening import add_later_columns, layout_in_url, make_parent_folder, open_tables
+from .schema import DOCUMENTS, SCHEMA_VERSION, tables
 from .statements import (
     MARKS,
     RawConnection,
@@ -60,7 +60,9 @@ from .statements import (
     fetch,
     in_parameters,
     one_of,
+    page_columns,
     pages_where,
+    present,
     read_time,
     row_page,
     upsert_documents,
@@ -68,12 +70,12 @@ from .statements import (
 from .writing import Writer
 
 
-def ages_of(version: str, *, lacks_modified: bool) -> str | None:
+def ages_of(version: str, missing: frozenset[str]) -> str | None:
     """What selects a page's words, own date and Last-Modified at this schema version (None:
     it keeps none of them, before version 5)."""
     if version != SCHEMA_VERSION:
         return None
-    return "words, dated, NULL" if lacks_modified else "words, dated, modified"
+    return "words, dated, " + present(DOCUMENTS, "modified", missing)
 
 
 class SqlIndex(Index):
@@ -124,11 +126,13 @@ class SqlIndex(Index):
                 opened = open_tables(
                     conn, self.url, scheme=scheme, default_scheme=DEFAULT.scheme, layout=layout, create=create
                 )
-            if opened.lacks_modified and not access.read_only:
+            if opened.missing and not access.read_only:
                 with self.transaction() as conn:
-                    add_modified(conn)
-            # the columns of a page's age a read-only opener finds (an older schema lacks them)
-            self._ages = ages_of(opened.version, lacks_modified=opened.lacks_modified and access.read_only)
+                    add_later_columns(conn)
+                opened = replace(opened, missing=frozenset())
+            # the columns a read-only opener finds (an older schema lacks some)
+            self._ages = ages_of(opened.version, opened.missing)
+            self._page_columns = page_columns(opened.missing)
             self.layout = opened.layout
             if not radius_chosen and self.max_distance > self.layout.max_radius:
                 self.policy = replace(self.policy, max_distance=self.layout.max_radius)
@@ -139,7 +143,9 @@ class SqlIndex(Index):
         self._evidence = opened.evidence
         self.tables = tables(self.layout, evidence=self._evidence)
         self.lookup: Lookup = (
-            MemoryLookup(self.layout, self.transaction) if lookup == "memory" else TableLookup(self.layout)
+            MemoryLookup(self.layout, self.transaction, self.dialect)
+            if lookup == "memory"
+            else TableLookup(self.layout)
         )
         self.writer = Writer(self.transaction, self.layout, self.lookup, self._evidence, self.url)
 
@@ -316,8 +322,8 @@ class SqlIndex(Index):
 
     def _near(self, conn: RawConnection | Connection, fingerprint: int) -> list[StoredPage]:
         if self.dialect == "postgresql":
-            rows = fetch(conn, *self.layout.near(fingerprint, self.max_distance))
-            return [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), self.dialect) for r in rows]
+            rows = fetch(conn, *self.layout.near(fingerprint, self.max_distance, self._page_columns))
+            return [row_page(row, self.dialect) for row in rows]
         statement, parameters = self.layout.candidates(fingerprint, self.max_distance)
         ids = {
             row_id
@@ -329,7 +335,7 @@ class SqlIndex(Index):
         # a row missing was replaced between the two reads of an autocommit query
         return [
             row_page(row, self.dialect)
-            for row in fetch(conn, pages_where(self.dialect, "id", len(ids)), in_parameters(self.dialect, sorted(ids)))
+            for row in fetch(conn, self._pages_where("id", len(ids)), in_parameters(self.dialect, sorted(ids)))
         ]
 
     def _get(self, key: str) -> Match | None:
@@ -338,7 +344,7 @@ class SqlIndex(Index):
 
     def _page(self, key: str) -> StoredPage | None:
         with self._single_read() as conn:
-            rows = fetch(conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)]))
+            rows = fetch(conn, self._pages_where("key_hash", 1), in_parameters(self.dialect, [key_hash(key)]))
         for row in rows:
             if row[1] == key:
                 return row_page(row, self.dialect)
@@ -364,12 +370,10 @@ class SqlIndex(Index):
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         found: dict[str, StoredPage] = {}
         with self._single_read() as conn:
-            for row in fetch(
-                conn, pages_where(self.dialect, "key_hash", 1), in_parameters(self.dialect, [key_hash(key)])
-            ):
+            for row in fetch(conn, self._pages_where("key_hash", 1), in_parameters(self.dialect, [key_hash(key)])):
                 found[row[1]] = row_page(row, self.dialect)
             if signature.text_hash is not None:
-                statement = pages_where(self.dialect, "text_hash", 1)
+                statement = self._pages_where("text_hash", 1)
                 for row in fetch(conn, statement, in_parameters(self.dialect, [to_signed(signature.text_hash)])):
                     found[row[1]] = row_page(row, self.dialect)
             fingerprint = signature.near_simhash
@@ -377,6 +381,9 @@ class SqlIndex(Index):
                 found.update((page.key, page) for page in self._near(conn, fingerprint))
             pages = self._with_ages(conn, list(found.values()))
         return sorted(pages, key=lambda page: page.order)
+
+    def _pages_where(self, column: str, count: int) -> str:
+        return pages_where(self.dialect, column, count, self._page_columns)
 
     def _with_ages(self, conn: RawConnection | Connection, pages: list[StoredPage]) -> list[StoredPage]:
         """The pages with their words and dates, which a survivor policy compares."""

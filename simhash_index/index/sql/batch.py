@@ -14,33 +14,32 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from sqlalchemy.engine import Connection
 
 from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Page
+from ..memory.near import pairs_between
 from ..records import Match, Policy, StoredPage, key_hash
 from .layouts import Layout
 from .lookup import Nearby, NearPages
 from .statements import (
     MARKS,
-    by_key_or_text,
+    by_keys_or_texts,
     db_time,
     delete_where,
     document_row,
     execute_many,
     fetch,
-    in_parameters,
-    pages_where,
+    pages_with,
     read_time,
     row_page,
     upsert_documents,
     upsert_duplicates,
 )
 
-_BATCH_ORDER = 1 << 62  # pages stored by the batch are younger than every stored row
+_BATCH_ORDER = 1 << 62  # the age rank of pages stored by the batch: younger than every stored row
 
 
 def check_and_add_many(
@@ -124,17 +123,16 @@ class Stored:
         self.hashes = hashes
         wanted = sorted(set(self.hashes.values()))
         texts = sorted({to_signed(s.text_hash) for _, s in pages if s.text_hash is not None})
-        statement, parameters = by_key_or_text(dialect, wanted, texts)
         self._by_key: dict[str, StoredPage] = {}
         self._by_text: dict[int, list[StoredPage]] = {}
-        for row in fetch(conn, statement, parameters):  # the pages with a key or a text of the batch, one read
+        for row in by_keys_or_texts(conn, wanted, texts):  # the pages with a key or a text of the batch, one read
             page = row_page(row, dialect)
             if page.key in self.hashes:
                 self._by_key[page.key] = page
             if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
                 self._by_text.setdefault(page.signature.text_hash, []).append(page)
         self._signatures, self._policy, self._moment = [s for _, s in pages], policy, moment
-        self._near: list[Nearby] = near(conn, self._signatures, policy.max_distance, self._settles)
+        self._near: list[Nearby] = near(conn, self._signatures, policy, self._settles)
         self._keys = [key for key, _ in pages]
         self._close = _within(pages, policy.max_distance)
         self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
@@ -166,7 +164,7 @@ class Stored:
             nearby.pages += nearby.rest()  # the nearest that settled it went with this batch
             nearby.rest = None
             return self.nearby(position)
-        for other in np.flatnonzero(self._close[position]).tolist():
+        for other in self._close.get(position, ()):
             key = self._keys[other]
             if self._position.get(key) == other:
                 found.append(self._batch[key])
@@ -178,21 +176,22 @@ class Stored:
     def add(self, key: str, signature: Signature, position: int) -> None:
         """The batch's page at `position` is stored under `key` (a new row, or its own updated)."""
         known = self.own(key)
-        order = known.order if known is not None else _BATCH_ORDER + len(self._batch) + len(self._gone)
         if key in self._gone:  # superseded, then stored again: its row stays, with its duplicates
             self._gone.discard(key)
-            if key in self._by_key:
-                self.moved.pop(self._by_key[key].order, None)
-        self._batch[key] = StoredPage(key, signature, order)
+            known = self._by_key.get(key)
+            if known is not None and known.row_id is not None:
+                self.moved.pop(known.row_id, None)
+        if known is None:
+            known = StoredPage(key, signature, _BATCH_ORDER + len(self._batch) + len(self._gone))
+        self._batch[key] = replace(known, signature=signature)
         self._position[key] = position
 
     def supersede(self, page: StoredPage, new: str) -> StoredPage:
         """Take the stored page out of what the batch sees; its row, if it has one, is deleted
         when the batch is written, and the duplicates logged against it move to `new`."""
         old = page.key
-        row_id = page.order if page.order < _BATCH_ORDER else None
-        if row_id is not None:
-            self.moved[row_id] = new
+        if page.row_id is not None:
+            self.moved[page.row_id] = new
         for row, target in self.moved.items():
             if target == old:
                 self.moved[row] = new
@@ -203,12 +202,12 @@ class Stored:
 
     def complete(self, page: StoredPage) -> StoredPage:
         """A page read from the database, with its words and dates (for a survivor policy)."""
-        if page.order >= _BATCH_ORDER:  # stored by this batch: its Signature has them
+        if page.row_id is None:  # stored by this batch: its Signature has them
             return page
         dialect = self._conn.dialect.name
         mark = MARKS[self._conn.dialect.paramstyle]
         statement = f"SELECT words, dated, modified FROM simhash_documents WHERE id = {mark}"
-        rows = fetch(self._conn, statement, (page.order,))
+        rows = fetch(self._conn, statement, (page.row_id,))
         if not rows:
             return page
         words, dated, modified = rows[0]
@@ -220,7 +219,7 @@ class Stored:
     def row_id(self, key: str) -> int | None:
         """The row id of a page read from the database (None: stored by this batch)."""
         page = self.own(key)
-        return page.order if page is not None and page.order < _BATCH_ORDER else None
+        return None if page is None else page.row_id
 
 
 class Vanished(Exception):
@@ -228,13 +227,15 @@ class Vanished(Exception):
     was decided before the writer lock): decide it again."""
 
 
-def _within(pages: Sequence[Page], radius: int) -> npt.NDArray[np.bool_]:
-    """Which of the batch's pages are within `radius` of which (False for pages matched by text only)."""
-    fingerprints = [signature.near_simhash for _, signature in pages]
-    values = np.array([0 if fp is None else fp for fp in fingerprints], np.uint64)
-    matchable = np.array([fp is not None for fp in fingerprints])
-    close: npt.NDArray[np.bool_] = np.bitwise_count(values[:, None] ^ values[None, :]) <= radius
-    close &= matchable[:, None] & matchable[None, :]
+def _within(pages: Sequence[Page], radius: int) -> dict[int, list[int]]:
+    """For each page of the batch, the positions of the others within `radius` (none for pages
+    matched by text only): in memory linear in the batch (near.pairs_between)."""
+    positions = [i for i, (_, signature) in enumerate(pages) if signature.near_simhash is not None]
+    values = np.array([pages[i][1].near_simhash for i in positions], np.uint64)
+    close: dict[int, list[int]] = {}
+    for a, b in zip(*pairs_between(values, values, radius)):
+        if a != b:
+            close.setdefault(positions[a], []).append(positions[b])
     return close
 
 
@@ -258,8 +259,7 @@ def _write(
     ids = {key: stored.row_id(key) for key in targets}
     missing = sorted({key_hash(key) for key, row_id in ids.items() if row_id is None})
     if missing:  # pages this batch stored, and pages matched by their fingerprint or text
-        dialect = conn.dialect.name
-        for row in fetch(conn, pages_where(dialect, "key_hash", len(missing)), in_parameters(dialect, missing)):
+        for row in pages_with(conn, "key_hash", missing):
             if row[1] in ids and ids[row[1]] is None:
                 ids[row[1]] = row[0]
         if None in ids.values():
@@ -274,6 +274,7 @@ def _write(
             "similarity": match.similarity,
             "radius": radius,
             "superseded": match.superseded,
+            "added": match.added,
         }
         entries.append(entry + tuple(known[name] for name in evidence))
     moves = [(new, ids[new], row_id) for row_id, new in stored.moved.items()]

@@ -95,4 +95,5 @@ def _duplicate(row: Any, duplicate_of: str) -> Duplicate:
         similarity=mapping.get("similarity"),
         radius=mapping.get("radius"),
         superseded=mapping.get("superseded"),
+        added=mapping.get("added"),
     )

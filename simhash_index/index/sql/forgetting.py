@@ -75,6 +75,6 @@ def reset(conn: Connection) -> Forgotten:
     lock_writers(conn)
     duplicates = conn.exec_driver_sql("DELETE FROM simhash_duplicates").rowcount
     forgotten = Forgotten(int(conn.exec_driver_sql("DELETE FROM simhash_documents").rowcount), int(duplicates))
-    if changes.installed(conn):
+    if changes.feed_for(conn).installed(conn):
         changes.restart(conn)
     return forgotten

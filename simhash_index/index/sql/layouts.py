@@ -154,15 +154,15 @@ class Layout:
         # (a bare `IN (VALUES ...)` would scan the index, not seek each pair)
         return f"({column}, fingerprint) IN (SELECT column1, column2 FROM (VALUES {values}))", ()
 
-    def near(self, fingerprint: int, radius: int) -> tuple[str, tuple[object, ...]]:
-        """PostgreSQL, one statement: the near rows within `radius` (bit_count needs PostgreSQL
-        14), with what the rule needs of them; and its parameters."""
+    def near(self, fingerprint: int, radius: int, selected: str) -> tuple[str, tuple[object, ...]]:
+        """PostgreSQL, one statement: the `selected` columns of the near rows within `radius`
+        (bit_count needs PostgreSQL 14); and its parameters."""
         probed = self._probed([fingerprint], radius)
         found = " OR ".join(f"{column} = ANY(%s::{self._key_type}[])" for column, _ in probed)
         if self.name == "halves":
             found = f"({found}) AND exact_only = 0"
         statement = (
-            "SELECT id, key, fingerprint, text_hash, sketch, stored_at FROM simhash_documents "
+            f"SELECT {selected} FROM simhash_documents "
             f"WHERE ({found}) AND bit_count((fingerprint # %s::bigint)::bit(64)) <= %s"
         )
         return statement, (*(_array(values) for _, values in probed), to_signed(fingerprint), radius)

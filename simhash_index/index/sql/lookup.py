@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, Protocol, get_args
 
 import numpy as np
@@ -27,12 +28,13 @@ from sqlalchemy.engine import Connection
 from ...errors import IndexUnavailableError
 from ...fingerprinting.bits import to_unsigned
 from ...fingerprinting.fingerprinter import Signature
-from ..memory.near import NearIndex
-from ..records import StoredPage
-from . import changes
+from ...fingerprinting.sketch import least_agreeing
+from ..memory.near import NearIndex, pairs_between
+from ..records import Policy, StoredPage
+from . import candidates, changes
 from .engine import lock_writers
 from .layouts import Layout
-from .statements import PAGE_COLUMNS, fetch, row_page
+from .statements import PAGE_COLUMNS, fetch, pages_with, row_page
 
 LookupName = Literal["memory", "sql"]
 LOOKUPS: tuple[LookupName, ...] = get_args(LookupName)
@@ -51,7 +53,7 @@ class Nearby:
     rest: Callable[[], list[StoredPage]] | None = None
 
 
-NearPages = Callable[[Connection, Sequence[Signature], int, Settles], list[Nearby]]
+NearPages = Callable[[Connection, Sequence[Signature], Policy, Settles], list[Nearby]]
 Transaction = Callable[..., AbstractContextManager[Connection]]
 
 
@@ -65,9 +67,9 @@ class Lookup(Protocol):
         """In the write transaction, holding the writer lock: follow the table; False when the
         caller must end the transaction and call prepare() again."""
 
-    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int, settles: Settles) -> list[Nearby]:
-        """For each signature, the stored pages within `radius` (a superset is fine), or the
-        nearest of them when one of those settles it."""
+    def near(self, conn: Connection, signatures: Sequence[Signature], policy: Policy, settles: Settles) -> list[Nearby]:
+        """For each signature, the stored pages within the policy's radius that the rule could take
+        (a superset is fine), or the nearest of them when one of those settles it."""
 
     def wrote(self, conn: Connection) -> None:
         """After the batch's writes, before its commit."""
@@ -88,8 +90,8 @@ class TableLookup:
     def catch_up(self, conn: Connection) -> bool:
         return True
 
-    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int, settles: Settles) -> list[Nearby]:
-        return [Nearby(pages) for pages in table_near_pages(conn, self.layout, signatures, radius)]
+    def near(self, conn: Connection, signatures: Sequence[Signature], policy: Policy, settles: Settles) -> list[Nearby]:
+        return [Nearby(pages) for pages in table_near_pages(conn, self.layout, signatures, policy.max_distance)]
 
     def wrote(self, conn: Connection) -> None:
         pass
@@ -99,31 +101,36 @@ class TableLookup:
 
 
 class MemoryLookup:
-    """A NearIndex of the stored fingerprints, following the table through its change feed."""
+    """A NearIndex of the stored fingerprints, following the table through its change feed;
+    beside each fingerprint its row id and sketch bits (candidates.py)."""
 
-    def __init__(self, layout: Layout, transaction: Transaction) -> None:
+    def __init__(self, layout: Layout, transaction: Transaction, dialect: str) -> None:
         """`transaction(write=..., snapshot=...)`: a transaction on the index's database."""
         self.layout = layout
         self._transaction = transaction
+        self._feed = changes.feed_of(dialect)
         self.index: NearIndex | None = None
         self._mark: changes.Mark | None = None
         self._stale = 0
         self._own: changes.Changes | None = None
         self.builds = 0  # times the index was built from the table
+        self.found = 0  # candidates within the radius, turned away in memory, rows read: over the lookup's life
+        self.turned_away = 0
+        self.read = 0
 
     def prepare(self) -> None:
         if self.index is not None and self._stale * STALE_SHARE <= max(MIN_STALE, len(self.index)):
             return
         with self._transaction(write=False, snapshot=True) as conn:
-            found = changes.stored(conn, self.layout) if changes.installed(conn) else None
+            found = self._feed.stored(conn, self.layout) if self._feed.installed(conn) else None
         if found is None:  # an index written before the feed, opened without create
             with self._transaction(write=True) as conn:
                 lock_writers(conn)
-                changes.install(conn)
+                self._feed.install(conn)
             with self._transaction(write=False, snapshot=True) as conn:
-                found = changes.stored(conn, self.layout)
-        self._mark, fingerprints = found
-        self.index = NearIndex(fingerprints)
+                found = self._feed.stored(conn, self.layout)
+        self._mark = found.mark
+        self.index = NearIndex(found.fingerprints, found.payload)
         self._stale = 0
         self.builds += 1
 
@@ -134,51 +141,67 @@ class MemoryLookup:
     def follow(self, conn: Connection) -> changes.Changes | None:
         """Follow what was committed since the last look (by other writers: this transaction's
         own rows wait for its commit); None when the lookup can no longer follow the table."""
-        found = None if self._mark is None else changes.since(conn, self._mark)
+        found = None if self._mark is None else self._feed.since(conn, self._mark)
         if found is None:
             self.index = None
             return None
         self._follow(found)
         return found
 
-    def near(self, conn: Connection, signatures: Sequence[Signature], radius: int, settles: Settles) -> list[Nearby]:
-        """The rows of each page's nearest fingerprints are read first (one statement); the rows of
-        its farther ones too (a second statement for the batch) unless one of the nearest settles it."""
+    def near(self, conn: Connection, signatures: Sequence[Signature], policy: Policy, settles: Settles) -> list[Nearby]:
+        """The candidates the rule could take (candidates.could_pass) of each page; the rows of its
+        nearest read first (one statement), those of its farther ones too (a second statement for
+        the batch) unless one of the nearest settles it."""
         found = [Nearby([]) for _ in signatures]
         wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
         if not wanted or self.index is None:
             return found
         queries = np.array([fp for _, fp in wanted], np.uint64)
-        hits = self.index.search(queries, radius)
-        if not len(hits.fingerprints):
+        hits = self.index.search(queries, policy.max_distance)
+        bits, known = candidates.query_bits([signatures[i].sketch for i, _ in wanted])
+        needed = least_agreeing(policy.min_similarity)
+        kept = candidates.could_pass(hits.payload, bits[hits.queries], known[hits.queries], needed)
+        self.found += len(kept)
+        self.turned_away += len(kept) - int(kept.sum())
+        at, fingerprints, ids = hits.queries[kept], hits.fingerprints[kept], candidates.row_ids(hits.payload[kept])
+        if not len(at):
             return found
-        bits = np.bitwise_count(hits.fingerprints ^ queries[hits.queries])
-        least = np.full(len(wanted), 64, bits.dtype)
-        np.minimum.at(least, hits.queries, bits)
-        nearest = bits == least[hits.queries]
-        read = pages_by_fingerprint(conn, self.layout, np.unique(hits.fingerprints[nearest]).tolist())
-        farther: dict[int, list[int]] = {}  # position in the batch -> its farther fingerprints
-        for query, fingerprint, first in zip(hits.queries.tolist(), hits.fingerprints.tolist(), nearest.tolist()):
+        distance = np.bitwise_count(fingerprints ^ queries[at])
+        least = np.full(len(wanted), 64, distance.dtype)
+        np.minimum.at(least, at, distance)
+        nearest = distance == least[at]
+        read = self._pages(conn, np.unique(ids[nearest]).tolist())
+        farther: dict[int, list[Entry]] = {}  # position in the batch -> its farther candidates
+        for query, entry, first in zip(at.tolist(), zip(ids.tolist(), fingerprints.tolist()), nearest.tolist()):
             position = wanted[query][0]
             if first:
-                found[position].pages += read.get(fingerprint, ())
+                found[position].pages += _current(read, [entry])
             else:
-                farther.setdefault(position, []).append(fingerprint)
+                farther.setdefault(position, []).append(entry)
         unsettled = {p for p in farther if not any(settles(p, page) for page in found[p].pages)}
-        more = pages_by_fingerprint(conn, self.layout, sorted({fp for p in unsettled for fp in farther[p]}))
-        for position, fingerprints in farther.items():
+        more = self._pages(conn, sorted({row_id for p in unsettled for row_id, _ in farther[p]}))
+        for position, entries in farther.items():
             if position in unsettled:
-                found[position].pages += [page for fp in fingerprints for page in more.get(fp, ())]
+                found[position].pages += _current(more, entries)
             else:
-                found[position].rest = _reader(conn, self.layout, fingerprints)
+                found[position].rest = partial(self._rest, conn, entries)
         for nearby in found:
-            nearby.pages.sort(key=lambda page: page.order)
+            nearby.pages = sorted({page.key: page for page in nearby.pages}.values(), key=lambda page: page.order)
         return found
+
+    def _pages(self, conn: Connection, ids: list[int]) -> dict[int, StoredPage]:
+        """The stored pages with these row ids, by id (one statement)."""
+        self.read += len(ids)
+        return {page.order: page for page in pages_by_id(conn, ids)}
+
+    def _rest(self, conn: Connection, entries: list[Entry]) -> list[StoredPage]:
+        """The farther candidates of a page, read when the batch hid the nearest that settled it."""
+        return _current(self._pages(conn, sorted({row_id for row_id, _ in entries})), entries)
 
     def wrote(self, conn: Connection) -> None:
         if self._mark is None:
             return
-        self._own = changes.written(conn, self._mark)
+        self._own = self._feed.written(conn, self._mark)
 
     def committed(self) -> None:
         if self._own is not None:
@@ -187,9 +210,22 @@ class MemoryLookup:
 
     def _follow(self, found: changes.Changes) -> None:
         if self.index is not None:
-            self.index.add(found.added)
+            self.index.add(found.added, found.payload)
         self._stale += found.removed
         self._mark = found.mark
+
+
+Entry = tuple[int, int]  # a candidate as the NearIndex holds it: (row id, fingerprint)
+
+
+def _current(pages: dict[int, StoredPage], entries: list[Entry]) -> list[StoredPage]:
+    """The pages of these entries whose rows still hold the entry's fingerprint: a row whose
+    fingerprint changed is held again under its new one (the change feed adds it), and a row
+    gone is not read at all."""
+    found = (pages.get(row_id) for row_id, _ in entries)
+    return [
+        page for page, (_, fingerprint) in zip(found, entries) if page and page.signature.near_simhash == fingerprint
+    ]
 
 
 def table_near_pages(
@@ -207,20 +243,15 @@ def table_near_pages(
     queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
     rows = fetch(conn, *layout.batch_candidates(queries.tolist(), max_distance))
     stored = np.unique(np.array([row[0] for row in rows], dtype=np.int64)).view(np.uint64)
-    near = np.bitwise_count(stored[None, :] ^ queries[:, None]) <= max_distance
-    hits = stored[near.any(axis=0)]
-    if not len(hits):
+    at, other = pairs_between(queries, stored, max_distance)
+    if not len(at):
         return found
-    by_fingerprint = pages_by_fingerprint(conn, layout, hits.tolist())
-    for query in np.flatnonzero(near.any(axis=1)):
-        pages = [page for fp in stored[near[query]].tolist() for page in by_fingerprint.get(fp, ())]
-        found[wanted[query][0]] = sorted(pages, key=lambda page: page.order)
+    by_fingerprint = pages_by_fingerprint(conn, layout, np.unique(stored[other]).tolist())
+    for query, fingerprint in zip(at.tolist(), stored[other].tolist()):
+        found[wanted[query][0]] += by_fingerprint.get(fingerprint, ())
+    for pages in found:
+        pages.sort(key=lambda page: page.order)
     return found
-
-
-def _reader(conn: Connection, layout: Layout, fingerprints: list[int]) -> Callable[[], list[StoredPage]]:
-    """What reads the stored pages with these fingerprints, later in the same transaction."""
-    return lambda: [page for pages in pages_by_fingerprint(conn, layout, fingerprints).values() for page in pages]
 
 
 def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[int]) -> dict[int, list[StoredPage]]:
@@ -235,6 +266,13 @@ def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[in
         if page.signature.simhash is not None:
             found.setdefault(page.signature.simhash, []).append(page)
     return found
+
+
+def pages_by_id(conn: Connection, ids: list[int]) -> list[StoredPage]:
+    """The stored pages with these row ids (one statement; a row gone meanwhile is not there)."""
+    if not ids:
+        return []
+    return [row_page(row, conn.dialect.name) for row in pages_with(conn, "id", ids)]
 
 
 def _near_postgres(
@@ -262,10 +300,10 @@ def _near_postgres(
     with raw.pipeline():
         for _, fingerprint in wanted:
             cursor = raw.cursor()
-            cursor.execute(*layout.near(fingerprint, max_distance))
+            cursor.execute(*layout.near(fingerprint, max_distance, PAGE_COLUMNS))
             cursors.append(cursor)
     for (position, _), cursor in zip(wanted, cursors):
         fetched = cursor.fetchall()
         cursor.close()
-        found[position] = [row_page((r[0], r[1], r[2], 0, r[3], r[4], r[5]), "postgresql") for r in fetched]
+        found[position] = [row_page(row, "postgresql") for row in fetched]
     return found

@@ -10,10 +10,11 @@ drops logged before), and the layout ("halves") is recorded.
 column, instant on both databases.
 4 -> 5: the documents gain each page's words and date, and the duplicates log why a page was
 superseded: three nullable columns, instant on both databases (NULL: not known).
-Version 5 then gained one optional column, the documents' `modified` (each page's HTTP
-Last-Modified, NULL: not known), added when an index is opened to write (add_modified)
-without changing its version: older simhash-index versions name the columns they read and
-write, so they go on reading and writing such an index (their rows' `modified` is NULL).
+Version 5 then gained nullable columns (schema.LATER: each page's HTTP Last-Modified, its
+shingle count, bitmap and sketch bits; the words a duplicate added), added when an index is
+opened to write (add_later_columns) without changing its version: older simhash-index versions
+name the columns they read and write, so they go on reading and writing such an index (their
+rows hold NULL there: not known).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 from .layouts import Layout
-from .schema import DOCUMENTS, MODIFIED, SCHEMA_VERSION, tables
+from .schema import LATER, SCHEMA_VERSION, later, tables
 from .table_indexes import build_missing_indexes
 
 UPGRADABLE = ("1", "2", "3", "4")  # schema versions this version upgrades to SCHEMA_VERSION
@@ -43,21 +44,32 @@ def upgrade(conn: Connection, version: str) -> None:
     conn.exec_driver_sql(f"UPDATE simhash_meta SET value = '{SCHEMA_VERSION}' WHERE name = 'schema_version'")
 
 
-def has_modified(conn: Connection) -> bool:
-    """Whether the documents have the `modified` column."""
-    return any(column["name"] == MODIFIED for column in inspect(conn).get_columns(DOCUMENTS))
+def missing_later_columns(conn: Connection) -> frozenset[str]:
+    """The schema.LATER columns the tables lack, qualified (schema.later)."""
+    inspector = inspect(conn)
+    missing: set[str] = set()
+    for table, columns in LATER.items():
+        present = {column["name"] for column in inspector.get_columns(table)}
+        missing.update(later(table, name) for name in columns if name not in present)
+    return frozenset(missing)
 
 
-def add_modified(conn: Connection) -> None:
-    """Give the documents the `modified` column when they lack it (one nullable column: instant
-    on both databases), in the caller's transaction."""
-    if not has_modified(conn):
-        conn.exec_driver_sql(f"ALTER TABLE {DOCUMENTS} ADD COLUMN {MODIFIED} {_timestamp(conn)}")
+def add_later_columns(conn: Connection) -> None:
+    """Give the tables the schema.LATER columns they lack (nullable columns: instant on both
+    databases), in the caller's transaction."""
+    types = {"timestamp": _timestamp(conn), "integer": "INTEGER", "blob": _blob(conn)}
+    for name in sorted(missing_later_columns(conn)):
+        table, column = name.split(".")
+        conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {types[LATER[table][column]]}")
 
 
 def _timestamp(conn: Connection) -> str:
     """The SQL type of schema.Timestamp."""
     return "INTEGER" if conn.dialect.name == "sqlite" else "TIMESTAMP WITH TIME ZONE"
+
+
+def _blob(conn: Connection) -> str:
+    return "BLOB" if conn.dialect.name == "sqlite" else "BYTEA"
 
 
 def _from_version_1(conn: Connection) -> None:

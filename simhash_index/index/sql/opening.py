@@ -33,13 +33,13 @@ class Opened:
     version: str
     scheme: str
     layout: Layout
-    lacks_modified: bool = False  # a version 5 index without the `modified` column (migrate.add_modified)
+    missing: frozenset[str] = frozenset()  # the schema.LATER columns a version 5 index lacks
     created: bool = False  # open_tables created the tables
 
     @property
     def evidence(self) -> tuple[str, ...]:
         """The evidence columns the duplicates log has."""
-        return evidence_of(self.version)
+        return evidence_of(self.version, self.missing)
 
 
 def lock_schema(conn: Connection) -> None:
@@ -117,22 +117,22 @@ def open_tables(
         )
     if create:
         build_missing_indexes(conn, tables(found, evidence=evidence_of(version or SCHEMA_VERSION)).documents)
-        changes.install(conn)
+        changes.feed_for(conn).install(conn)
         if "scheme" not in meta:
             conn.execute(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}
             )
         if version == SCHEMA_VERSION:
-            migrate.add_modified(conn)
-    lacks_modified = version == SCHEMA_VERSION and not create and not migrate.has_modified(conn)
-    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found, lacks_modified, created)
+            migrate.add_later_columns(conn)
+    missing = migrate.missing_later_columns(conn) if version == SCHEMA_VERSION and not create else frozenset()
+    return Opened(version or SCHEMA_VERSION, recorded or scheme or default_scheme, found, missing, created)
 
 
-def add_modified(conn: Connection) -> None:
-    """The documents gain the `modified` column, for an index opened to write without `create`
-    (open_tables adds it otherwise); the caller's transaction writes."""
+def add_later_columns(conn: Connection) -> None:
+    """The tables gain the schema.LATER columns they lack, for an index opened to write without
+    `create` (open_tables adds them otherwise); the caller's transaction writes."""
     lock_schema(conn)
-    migrate.add_modified(conn)
+    migrate.add_later_columns(conn)
 
 
 def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:

@@ -6,8 +6,8 @@ complement). The documents table's lookup columns and indexes depend on its layo
 on the fingerprint's halves ("halves").
 
 Schema versions: 5 keeps each page's words and dates (what a survivor policy compares) and
-logs why a superseded page was superseded (its `modified` column came later, without a new
-version: a version 5 index may lack it until opened to write); 4 logs the search radius each
+logs why a superseded page was superseded; the columns of LATER came later, without a new
+version (a version 5 index may lack them until opened to write); 4 logs the search radius each
 duplicate was found at; 3 records the layout (`layout`, `block_assignment` in simhash_meta)
 and logs each duplicate's fingerprint and similarity; 2 is a "halves" index without those
 columns; 1 is older. Older versions are read as they are and upgraded in place when opened to
@@ -45,21 +45,39 @@ SCHEMA_VERSION = "5"
 # The duplicates log's evidence columns (NULL where not known): the dropped page's fingerprint,
 # its similarity to the stored page, the search radius it was checked at, and, for a page
 # stored until a preferred copy came, why it was superseded ("longer", "newer", "preferred").
-EVIDENCE = ("fingerprint", "similarity", "radius", "superseded")
+# And, since after version 5, about how many words it added to the page it was dropped for.
+EVIDENCE = ("fingerprint", "similarity", "radius", "superseded", "added")
 _EVIDENCE_TYPES: dict[str, Any] = {
     "fingerprint": BigInteger,
     "similarity": Float,
     "radius": SmallInteger,
     "superseded": Text,
+    "added": Integer,
 }
 DOCUMENTS = "simhash_documents"
-MODIFIED = "modified"
+DUPLICATES = "simhash_duplicates"
 KEY_HASH_INDEX = "ix_simhash_documents_key_hash"
+# Nullable columns version 5 gained without a new version (NULL: not known), added when an index
+# is opened to write (migrate.add_later_columns): older simhash-index versions name the columns
+# they read and write, so they go on reading and writing such an index. A page's HTTP
+# Last-Modified; its distinct shingles, their bitmap (what it adds to another page) and one bit
+# of each slot of its sketch (how a writer turns candidates away in memory); the words a
+# duplicate added.
+LATER: dict[str, dict[str, str]] = {
+    DOCUMENTS: {"modified": "timestamp", "shingles": "integer", "bloom": "blob", "sketch_bits": "blob"},
+    DUPLICATES: {"added": "integer"},
+}
 
 
-def evidence_of(version: str) -> tuple[str, ...]:
-    """The evidence columns of a duplicates log written at this schema version."""
-    return {"2": (), "3": EVIDENCE[:2], "4": EVIDENCE[:3]}.get(version, EVIDENCE)
+def later(table: str, column: str) -> str:
+    """A LATER column's qualified name, as Opened.missing holds it."""
+    return f"{table}.{column}"
+
+
+def evidence_of(version: str, missing: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The evidence columns of a duplicates log written at this schema version, but the `missing`."""
+    found = {"2": (), "3": EVIDENCE[:2], "4": EVIDENCE[:3]}.get(version, EVIDENCE)
+    return tuple(name for name in found if later(DUPLICATES, name) not in missing)
 
 
 class Timestamp(TypeDecorator[datetime]):
@@ -120,7 +138,10 @@ def tables(layout: Layout, *, evidence: tuple[str, ...] = EVIDENCE) -> Tables:
         Column("stored_at", Timestamp, nullable=False),
         Column("words", Integer),  # the text's length, its own date and its Last-Modified: for a survivor policy
         Column("dated", Timestamp),
-        Column(MODIFIED, Timestamp),  # added to version 5 indexes when opened to write (migrate.add_modified)
+        Column("modified", Timestamp),  # this and the next three: LATER
+        Column("shingles", Integer),
+        Column("bloom", LargeBinary),
+        Column("sketch_bits", LargeBinary),
         # expression indexes name no column: they join the table here
         *(Index(f"ix_simhash_documents_{name}", text(e)) for name, e in HALF_KEYS.items() if layout.name == "halves"),
     )
@@ -137,7 +158,7 @@ def tables(layout: Layout, *, evidence: tuple[str, ...] = EVIDENCE) -> Tables:
         postgresql_where=documents.c.text_hash.isnot(None),
     )
     duplicates = Table(
-        "simhash_duplicates",
+        DUPLICATES,
         metadata,
         Column("id", _row_id(), primary_key=True, autoincrement=True),
         Column("key", Text, nullable=False),

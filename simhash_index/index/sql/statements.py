@@ -7,7 +7,7 @@ formatted into the SQL).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -18,13 +18,26 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from ...fingerprinting.bits import to_signed, to_unsigned
 from ...fingerprinting.fingerprinter import Signature
+from ...fingerprinting.sketch import slot_bits
 from ..records import StoredPage, key_hash
 from .layouts import Layout
+from .schema import DOCUMENTS, later
 
 MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}  # positional placeholders by paramstyle
 # What the rule reads of a stored page, in this order (row_page reads it back).
-PAGE_COLUMNS = "id, key, fingerprint, exact_only, text_hash, sketch, stored_at"
+PAGE_COLUMNS = "id, key, fingerprint, exact_only, text_hash, sketch, stored_at, shingles, bloom"
+BOUND = 10_000  # values one statement binds, at most: many SQLite builds allow 32,766 parameters
 DUPLICATE_COLUMNS = ("key", "key_hash", "duplicate_of", "duplicate_of_id", "distance", "exact", "seen_at")
+
+
+def present(table: str, column: str, missing: frozenset[str]) -> str:
+    """A column as a SELECT names it: NULL when the table lacks it (schema.LATER, Opened.missing)."""
+    return "NULL" if later(table, column) in missing else column
+
+
+def page_columns(missing: frozenset[str]) -> str:
+    """PAGE_COLUMNS as a table that lacks the `missing` columns gives them."""
+    return ", ".join(present(DOCUMENTS, column, missing) for column in PAGE_COLUMNS.split(", "))
 
 
 def document_columns(layout: Layout) -> tuple[str, ...]:
@@ -40,6 +53,9 @@ def document_columns(layout: Layout) -> tuple[str, ...]:
         "words",
         "dated",
         "modified",
+        "shingles",
+        "bloom",
+        "sketch_bits",
     )
 
 
@@ -68,9 +84,18 @@ def one_of(dialect: str, column: str, count: int) -> str:
     return f"{column} = ANY(%s::bigint[])" if dialect == "postgresql" else f"{column} IN ({', '.join(['?'] * count)})"
 
 
-def pages_where(dialect: str, column: str, count: int) -> str:
-    """SELECT the rule's columns of the pages whose `column` is one of `count` values."""
-    return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {one_of(dialect, column, count)}"
+def pages_where(dialect: str, column: str, count: int, selected: str = PAGE_COLUMNS) -> str:
+    """SELECT the rule's columns (`selected`: as page_columns gives them) of the pages whose
+    `column` is one of `count` values."""
+    return f"SELECT {selected} FROM simhash_documents WHERE {one_of(dialect, column, count)}"
+
+
+def by_keys_or_texts(conn: Connection, key_hashes: Sequence[int], text_hashes: Sequence[int]) -> list[tuple[Any, ...]]:
+    """The rule's columns of the pages with one of these key hashes or text hashes (each row once)."""
+    if len(key_hashes) + len(text_hashes) <= BOUND:
+        return fetch(conn, *by_key_or_text(conn.dialect.name, key_hashes, text_hashes))
+    rows = pages_with(conn, "key_hash", key_hashes) + pages_with(conn, "text_hash", text_hashes)
+    return list({row[0]: row for row in rows}.values())
 
 
 def by_key_or_text(dialect: str, key_hashes: Sequence[int], text_hashes: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
@@ -85,11 +110,28 @@ def by_key_or_text(dialect: str, key_hashes: Sequence[int], text_hashes: Sequenc
 
 def delete_where(conn: Connection, table: str, column: str, values: Sequence[int]) -> int:
     """Delete the rows of `table` whose `column` is one of `values`; how many there were."""
-    if not values:
-        return 0
+    dialect, deleted = conn.dialect.name, 0
+    for part in chunks(values):
+        statement = f"DELETE FROM {table} WHERE {one_of(dialect, column, len(part))}"
+        deleted += int(conn.exec_driver_sql(statement, in_parameters(dialect, part)).rowcount)
+    return deleted
+
+
+def pages_with(
+    conn: Connection | RawConnection, column: str, values: Sequence[int], selected: str = PAGE_COLUMNS
+) -> list[tuple[Any, ...]]:
+    """The rows (`selected` columns) of the pages whose `column` is one of `values`."""
     dialect = conn.dialect.name
-    statement = f"DELETE FROM {table} WHERE {one_of(dialect, column, len(values))}"
-    return int(conn.exec_driver_sql(statement, in_parameters(dialect, values)).rowcount)
+    return [
+        row
+        for part in chunks(values)
+        for row in fetch(conn, pages_where(dialect, column, len(part), selected), in_parameters(dialect, part))
+    ]
+
+
+def chunks(values: Sequence[int]) -> list[Sequence[int]]:
+    """`values` in parts of at most BOUND: what one statement binds (a batch may be of any size)."""
+    return [values[start : start + BOUND] for start in range(0, len(values), BOUND)]
 
 
 def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
@@ -113,19 +155,24 @@ def document_row(
         stored_at,
         signature.words,
         *(None if moment is None else db_time(dialect, moment) for moment in (signature.dated, signature.modified)),
+        signature.shingles,
+        signature.bloom,
+        slot_bits(signature.sketch),
     )
 
 
 def row_page(row: Sequence[Any], dialect: str) -> StoredPage:
     """A StoredPage from a row of PAGE_COLUMNS."""
-    row_id, key, fingerprint, exact_only, text, sketch, stored_at = row
+    row_id, key, fingerprint, exact_only, text, sketch, stored_at, shingles, bloom = row
     signature = Signature(
         None if fingerprint is None else to_unsigned(fingerprint),
         None if text is None else to_unsigned(text),
         None if sketch is None else bytes(sketch),
         exact_only=bool(exact_only),
+        shingles=shingles,
+        bloom=None if bloom is None else bytes(bloom),
     )
-    return StoredPage(key, signature, row_id, read_time(dialect, stored_at))
+    return StoredPage(key, signature, row_id, read_time(dialect, stored_at), row_id)
 
 
 def db_time(dialect: str, moment: datetime) -> object:
@@ -165,6 +212,20 @@ def fetch(
         return cast("list[tuple[Any, ...]]", cursor.fetchall())
     except dbapi.Error as exc:
         raise DBAPIError.instance(statement, parameters, exc, dbapi.Error, dialect=conn.dialect) from exc
+    finally:
+        cursor.close()
+
+
+def fetch_chunks(conn: Connection | RawConnection, statement: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """Rows of plain SQL, `size` at a time (fetch's errors)."""
+    dbapi = conn.dialect.loaded_dbapi
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(statement, ())
+        while chunk := cursor.fetchmany(size):
+            yield cast("list[tuple[Any, ...]]", chunk)
+    except dbapi.Error as exc:
+        raise DBAPIError.instance(statement, (), exc, dbapi.Error, dialect=conn.dialect) from exc
     finally:
         cursor.close()
 

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 from ...errors import IndexUnavailableError, SimhashIndexError
 from ...fingerprinting.bits import to_signed
 from ..base import Page
+from ..memory.near import pairs_between
 from ..records import Match, Policy, key_hash, now
 from . import batch, changes
 from .engine import lock_writers
@@ -64,10 +65,11 @@ class Writer:
     def wrote(self, conn: Connection, rows: int, *, locked: bool = True) -> None:
         """Every changes.TRIM_EVERY rows this process wrote, trim the change log (under the writer lock)."""
         self._written += rows
-        if self._written >= changes.TRIM_EVERY and changes.installed(conn):
+        feed = changes.feed_for(conn)
+        if self._written >= changes.TRIM_EVERY and feed.installed(conn):
             if not locked:
                 lock_writers(conn)
-            changes.trim(conn)
+            feed.trim(conn)
             self._written = 0
 
     def _locked(self, pages: Sequence[Page], policy: Policy) -> list[Match | None]:
@@ -132,8 +134,7 @@ def touches(found: changes.Changes, pages: Sequence[Page], radius: int) -> bool:
     near = [fp for _, s in pages if (fp := s.near_simhash) is not None]
     if not near or not len(touched.fingerprints):
         return False
-    ours = np.array(near, np.uint64)
-    return bool((np.bitwise_count(ours[:, None] ^ touched.fingerprints[None, :]) <= radius).any())
+    return bool(len(pairs_between(np.array(near, np.uint64), touched.fingerprints, radius)[0]))
 
 
 def _sqlstate(error: BaseException) -> str | None:
