@@ -27,7 +27,7 @@ class Claim:
 
 class PassedOn:
     """Each key's text hash when the crawl last passed it on (two 64-bit hashes a page: about
-    100 bytes, as Scrapy's own duplicate filter keeps a fingerprint of each request)."""
+    120 bytes in a dict, as Scrapy's own duplicate filter keeps a fingerprint of each request)."""
 
     def __init__(self) -> None:
         self._texts: dict[int, int] = {}
