@@ -42,7 +42,7 @@ class CrawlResult:
 
 
 def crawl(
-    start_url: str,
+    start_url: str | None,
     db_url: str | None,
     workdir: Path,
     *settings: str,
@@ -50,9 +50,11 @@ def crawl(
     spider: str = "site",
     feed: bool = True,
     env: dict[str, str] | None = None,
+    arguments: Mapping[str, str] | None = None,
 ) -> CrawlResult:
-    """Crawl from start_url into db_url (None: as the project and `env` say); kept items
-    are read from the feed. `env` adds environment variables."""
+    """Crawl from start_url (None: no start_url argument) into db_url (None: as the project and
+    `env` say); kept items are read from the feed. `env` adds environment variables, `arguments`
+    spider arguments (`-a NAME=VALUE`)."""
     workdir.mkdir(parents=True, exist_ok=True)
     feed_path = workdir / f"kept-{len(list(workdir.glob('kept-*')))}.jsonl"
     log = feed_path.with_suffix(".log")
@@ -73,8 +75,10 @@ def crawl(
         command += ["-s", f"SIMHASH_DATABASE_URL={db_url}"]
     if feed:
         command += ["-O", str(feed_path)]
-    if spider == "site":
+    if spider == "site" and start_url is not None:
         command += ["-a", f"start_url={start_url}"]
+    for name, value in (arguments or {}).items():
+        command += ["-a", f"{name}={value}"]
     for setting in settings:
         command += ["-s", setting]
     environment = os.environ | (env or {})

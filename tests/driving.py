@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from conftest import open_stats
+from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 from simhash_index.scrapy.pipeline import SimhashDedupPipeline
@@ -20,6 +22,20 @@ def run(awaitable: Awaitable[T]) -> T:
     if isinstance(awaitable, Deferred):
         return loop.run_until_complete(awaitable.asFuture(loop))
     return loop.run_until_complete(awaitable)  # type: ignore[arg-type]
+
+
+def make_pipeline(db_url: str, **settings: Any) -> SimhashDedupPipeline:
+    """A started pipeline; extraction in threads unless SIMHASH_WORKERS is given (worker
+    processes run the same function: test_worker_processes_decide_as_threads does)."""
+    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
+    open_stats(crawler)
+    return start(SimhashDedupPipeline.from_crawler(crawler))
+
+
+def simhash_stats(pipeline: SimhashDedupPipeline) -> dict[str, Any]:
+    """The pipeline's simhash/* stats."""
+    assert pipeline.stats is not None
+    return {k: v for k, v in pipeline.stats.get_stats().items() if k.startswith("simhash/")}
 
 
 def start(pipeline: SimhashDedupPipeline) -> SimhashDedupPipeline:

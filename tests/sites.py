@@ -8,7 +8,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -314,11 +314,16 @@ class Delay:
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     delay = Delay(0.0)
+    headers_by_path: Mapping[str, Mapping[str, str]] = {}
 
     def do_GET(self) -> None:
         if self.delay.seconds:
             time.sleep(self.delay.seconds)
         super().do_GET()
+
+    def send_header(self, keyword: str, value: str) -> None:
+        """A header of the path's own (`serve(headers=...)`) in place of the one the server sends."""
+        super().send_header(keyword, self.headers_by_path.get(self.path, {}).get(keyword, value))
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -330,10 +335,15 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 @contextmanager
-def serve(root: Path, delay: float | Delay = 0.0) -> Iterator[str]:
-    """Serve root on 127.0.0.1 on a free port, each response after `delay` s; yields the base URL."""
+def serve(
+    root: Path, delay: float | Delay = 0.0, headers: Mapping[str, Mapping[str, str]] | None = None
+) -> Iterator[str]:
+    """Serve root on 127.0.0.1 on a free port, each response after `delay` s; yields the base URL.
+    `headers`: {path: {header: value}}, values sent for these paths in place of the server's own
+    (Last-Modified, Content-Type)."""
     pace = delay if isinstance(delay, Delay) else Delay(delay)
-    handler = functools.partial(type("Handler", (_QuietHandler,), {"delay": pace}), directory=str(root))
+    attributes = {"delay": pace, "headers_by_path": headers or {}}
+    handler = functools.partial(type("Handler", (_QuietHandler,), attributes), directory=str(root))
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

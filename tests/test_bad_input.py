@@ -6,15 +6,13 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from conftest import open_stats
 from crawling import REPO, crawl, user_project
-from driving import process, start, stop
+from driving import make_pipeline, process, simhash_stats, stop
 from scrapy.exceptions import DropItem
-from scrapy.utils.test import get_crawler
 from sites import english_article, page, serve
 
 from simhash_index import SimhashIndex
-from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+from simhash_index.scrapy.pipeline import RepeatedPage, SimhashDedupPipeline
 from simhash_index.scrapy.stats import OUTCOMES
 
 ARTICLE = page("Report", english_article(21))
@@ -30,16 +28,9 @@ def nested(depth: int) -> str:
 
 @pytest.fixture
 def pipeline(db_url: str):
-    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0})  # see make_pipeline
-    open_stats(crawler)
-    p = SimhashDedupPipeline.from_crawler(crawler)
-    start(p)
+    p = make_pipeline(db_url)
     yield p
     stop(p)
-
-
-def simhash_stats(p: SimhashDedupPipeline) -> dict:
-    return {k: v for k, v in p.stats.get_stats().items() if k.startswith("simhash/")}
 
 
 def test_ten_thousand_character_urls_are_keys_like_any_other(pipeline: SimhashDedupPipeline, db_url: str) -> None:
@@ -48,7 +39,8 @@ def test_ten_thousand_character_urls_are_keys_like_any_other(pipeline: SimhashDe
     process(pipeline, {"url": long_url, "html": ARTICLE})
     with pytest.raises(DropItem):
         process(pipeline, {"url": other, "html": ARTICLE})
-    process(pipeline, {"url": long_url, "html": ARTICLE})  # itself: kept again
+    with pytest.raises(RepeatedPage):  # itself, passed on before in this crawl
+        process(pipeline, {"url": long_url, "html": ARTICLE})
     with SimhashIndex(db_url, scheme=None) as index:
         assert [(d.key, d.duplicate_of) for d in index.duplicates()] == [(other, long_url)]
         assert index.get(long_url).key == long_url
@@ -163,6 +155,7 @@ def test_each_item_lands_in_exactly_one_outcome(pipeline: SimhashDedupPipeline) 
     items = [
         {"url": "http://o/1", "html": ARTICLE},  # kept
         {"url": "http://o/2", "html": ARTICLE},  # dropped (exact)
+        {"url": "http://o/1", "html": ARTICLE},  # repeated: passed on before in this crawl
         {"url": "http://o/3"},  # no html or text field
         {"url": "http://o/4", "text": "   "},  # a blank text
         {"url": "http://o/5", "html": ""},  # no text in the html

@@ -7,6 +7,8 @@ Pages carry real sketches; expected similarities are computed from the sketches 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import datetime, timezone
 
 import pytest
 from test_cli import ok, run
@@ -15,6 +17,7 @@ from simhash_index import SimhashIndex
 from simhash_index.fingerprinting.fingerprinter import DEFAULT, Signature
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
+from simhash_index.index.explain import explain
 
 WORDS = [f"word{i:03d}" for i in range(300)]
 TEXT = " ".join(WORDS)
@@ -169,3 +172,41 @@ def test_explain_as_text_and_unknown_pages(evidence: str) -> None:
     assert f"{twin_similarity()}" in text
     result = run("explain", "--db", evidence, "https://example.com/never")
     assert result.exit_code == 1 and "neither stored nor logged" in result.stderr
+
+
+OLD, NEW, COPY, CUT = (f"https://example.com/{name}" for name in ("old", "new", "copy", "cut"))
+
+
+def dated(text: str, month: int) -> Signature:
+    """The signature of a text last modified on the 1st of that month of 2024."""
+    return replace(signature(text), modified=datetime(2024, month, 1, tzinfo=timezone.utc))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis", "memory"])
+def test_explain_a_kept_page_lists_the_pages_dropped_against_it_and_those_it_superseded(
+    request: pytest.FixtureRequest, backend: str
+) -> None:
+    """Issue 51: it said only "kept: no older stored page within 6 bits"."""
+    url = "memory://" if backend == "memory" else request.getfixturevalue(f"{backend}_url")
+    with SimhashIndex(url, max_distance=RADIUS, prefer="newest") as index:
+        assert index.check_and_add(OLD, dated(TEXT, 1)) is None
+        assert index.check_and_add(NEW, dated(TEXT, 6)).superseded == "newer"
+        assert index.check_and_add(COPY, dated(TEXT, 2)).key == NEW
+        assert index.check_and_add(CUT, dated(" ".join(WORDS[:-3]), 2)).key == NEW
+        explained_here = explain(index, NEW)
+    assert [d.key for d in explained_here.dropped] == [COPY, CUT]
+    assert [(d.key, d.superseded) for d in explained_here.superseded] == [(OLD, "newer")]
+    reasons = explained_here.reasons()
+    assert reasons[0].startswith("kept: ") and "dropped as its duplicates: 2 page(s)" in reasons
+    assert f"  {COPY}: the same normalised text" in reasons and any(r.startswith(f"  {OLD}: ") for r in reasons)
+    if backend == "memory":
+        return
+    shown = explained(url, NEW)
+    assert [(d["url"], d["rule"]) for d in shown["duplicates"]] == [(COPY, "exact"), (CUT, "near")]
+    assert shown["duplicates"][1]["similarity"] >= 0.88
+    assert [(d["url"], d["reason"], d["rule"]) for d in shown["superseded"]] == [(OLD, "newer", "exact")]
+    lines = ok("explain", "--db", url, NEW, "--format", "text").splitlines()
+    listed = lines.index("dropped as its duplicates:")
+    assert lines[listed + 3].startswith(COPY) and lines[listed + 4].startswith(CUT)  # below the header
+    assert lines[lines.index("superseded by it:") + 3].startswith(OLD)
+    assert explained(url, COPY)["duplicate_of"] == NEW

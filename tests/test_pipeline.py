@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 import scrapy
-from conftest import open_stats
-from driving import process, start, stop
+from driving import make_pipeline, process, run, start, stop
+from driving import simhash_stats as stats
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 from sites import english_article, page
@@ -15,20 +15,10 @@ from sites import english_article, page
 from simhash_index import SimhashIndex
 from simhash_index.scrapy.failures import INDEX_UNAVAILABLE, StartupError
 from simhash_index.scrapy.logformatter import SimhashLogFormatter, summarize
-from simhash_index.scrapy.pipeline import SimhashDedupPipeline
+from simhash_index.scrapy.pipeline import NearDuplicate, RepeatedPage, SimhashDedupPipeline
 
 ARTICLE = page("Report", english_article(11))
 OTHER = page("Other", english_article(12))
-
-
-def make_pipeline(db_url: str, **settings) -> SimhashDedupPipeline:
-    """A started pipeline; extraction in threads unless SIMHASH_WORKERS is given (worker
-    processes run the same function: test_worker_processes_decide_as_threads do)."""
-    crawler = get_crawler(settings_dict={"SIMHASH_DATABASE_URL": db_url, "SIMHASH_WORKERS": 0, **settings})
-    open_stats(crawler)
-    pipeline = SimhashDedupPipeline.from_crawler(crawler)
-    start(pipeline)
-    return pipeline
 
 
 @pytest.fixture
@@ -36,10 +26,6 @@ def pipeline(sqlite_url: str):
     p = make_pipeline(sqlite_url)
     yield p
     stop(p)
-
-
-def stats(p: SimhashDedupPipeline) -> dict:
-    return {k: v for k, v in p.stats.get_stats().items() if k.startswith("simhash/")}
 
 
 class PageItem(scrapy.Item):
@@ -183,3 +169,29 @@ def test_worker_processes_decide_as_threads(tmp_path) -> None:
         outcomes.append((decided, stats(p)))
         stop(p)
     assert outcomes[0] == outcomes[1]
+
+
+def test_a_page_passed_on_is_not_passed_on_again_unless_its_text_changed(pipeline: SimhashDedupPipeline) -> None:
+    """Two copies of one URL met at once: one goes on. A page dropped is not remembered as passed
+    on (met again, it is dropped again as a duplicate); one whose text changed is an update."""
+    import asyncio
+
+    async def both() -> list[object]:
+        items = [pipeline.process_item({"url": "http://r/1", "html": ARTICLE}) for _ in range(2)]
+        return await asyncio.gather(*items, return_exceptions=True)
+
+    outcomes = run(both())
+    assert sorted(type(o).__name__ for o in outcomes) == ["RepeatedPage", "dict"]
+    for _ in range(2):
+        with pytest.raises(NearDuplicate, match="near-duplicate of http://r/1"):
+            process(pipeline, {"url": "http://r/2", "html": ARTICLE})
+    changed = ARTICLE.replace("</article>", "<p>" + " ".join(english_article(15)) + "</p></article>")
+    assert process(pipeline, {"url": "http://r/1", "html": changed})["url"] == "http://r/1"
+    with pytest.raises(RepeatedPage):
+        process(pipeline, {"url": "http://r/1", "html": changed})
+    assert stats(pipeline) == {
+        "simhash/kept": 2,
+        "simhash/repeated": 2,
+        "simhash/dropped": 2,
+        "simhash/dropped_exact": 2,
+    }

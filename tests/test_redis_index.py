@@ -307,9 +307,10 @@ def test_the_pipeline_starts_a_new_index_when_the_server_comes_back_empty(own_se
     """Redis restarted without persistence mid-crawl: deduplication resumes on a new, empty index
     (the issue: every item after "the index answers again" passed through with errors/db)."""
     import driving
+    from driving import make_pipeline
+    from driving import simhash_stats as stats
     from scrapy.exceptions import DropItem
     from sites import english_article, page
-    from test_pipeline import make_pipeline, stats
 
     port, start, stop = own_server
     url = f"redis://:{PASSWORD}@127.0.0.1:{port}/0?prefix=crawl:"

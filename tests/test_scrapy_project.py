@@ -15,6 +15,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 from sites import build_site, english_article, page, serve
 
+from crawler.spiders.site import check_arguments
 from simhash_index import SimhashIndex
 from simhash_index.scrapy import (
     Addon,
@@ -225,6 +226,21 @@ def test_the_site_log_is_one_line_per_drop_and_no_line_per_page(site_crawls: Sit
     assert len(summary) == 1 and f"{dropped_count(info)} dropped" in summary[0]
 
 
+def test_the_error_pages_line_counts_the_pages_the_spider_skipped(tmp_path: Path, sqlite_url: str) -> None:
+    """Issue 51: "skipped 31 error pages (32 HTTP 404)": the count by status was Scrapy's, which
+    counts the robots.txt that is not there too."""
+    (tmp_path / "site").mkdir()
+    home = page("Home", english_article(42)).replace("<ul>", '<ul><li><a href="/missing.html">gone</a></li>', 1)
+    (tmp_path / "site" / "index.html").write_text(home, encoding="utf-8")
+    with serve(tmp_path / "site") as base:
+        result = crawl(f"{base}/index.html", sqlite_url, tmp_path / "run", "ROBOTSTXT_OBEY=True")
+    assert result.returncode == 0, result.log[-2000:]
+    pages = 1 + 5  # missing.html and the page's five navigation links
+    assert result.stat("downloader/response_status_count/404") == pages + 1  # and robots.txt
+    assert f"skipped {pages} error pages ({pages} HTTP 404);" in result.log
+    assert result.stat("site/http_errors") == result.stat("site/http_errors/404") == pages
+
+
 def test_the_progress_line_counts_drops(site_crawls: SiteCrawls) -> None:
     result, quiet = site_crawls.progress, site_crawls.quiet
     assert result.returncode == 0, result.log[-2000:]
@@ -365,6 +381,31 @@ def test_a_bad_or_missing_start_url_is_one_error_line_and_exit_1(
     assert "Traceback" not in result.log and "never retrieved" not in result.log, result.log[-3000:]
     errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
     assert len(errors) == 1 and f"ERROR: cannot start the crawl: {message}" in errors[0], errors
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"start_ur": "http://127.0.0.1:9/"}, "unknown argument start_ur: did you mean start_url?"),
+        ({"start_url": "http://127.0.0.1:9/", "depth": "2"}, "unknown argument depth: the site spider takes start_url"),
+    ],
+)
+def test_an_unknown_spider_argument_is_named(
+    tmp_path: Path, sqlite_url: str, arguments: dict[str, str], message: str
+) -> None:
+    """Issue 51: `-a start_ur=...` said "start_url is required"."""
+    result = crawl(None, sqlite_url, tmp_path / "run", arguments=arguments)
+    assert result.returncode == 1
+    assert "Traceback" not in result.log, result.log[-3000:]
+    errors = [line for line in result.log.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
+    assert len(errors) == 1 and f"ERROR: cannot start the crawl: {message}" in errors[0], errors
+
+
+def test_scrapys_spider_arguments_and_the_feeds_parameters_are_known() -> None:
+    feeds = Settings({"FEEDS": {"out/%(site)s-%(batch_id)d.jsonl": {"format": "jsonl"}}})
+    check_arguments(["start_url", "user_agent", "download_delay", "http_user", "_job", "site"], feeds)
+    with pytest.raises(ValueError, match="unknown argument user_agnet: did you mean user_agent"):
+        check_arguments(["user_agnet"], feeds)
 
 
 def test_a_request_that_gets_no_response_is_one_line(tmp_path: Path, sqlite_url: str) -> None:

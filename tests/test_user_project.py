@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from crawling import REPO, CrawlResult, crawl, user_project
-from sites import build_site, serve
+from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
 
@@ -119,3 +119,61 @@ def test_a_pipeline_whose_index_never_opened_does_not_pass_for_a_success(
     else:
         assert result.returncode == 0, result.log[-2000:]
         assert "NOTHING IS DEDUPLICATED" in errors[0] and len(result.kept) == len(cluster)
+
+
+FOLLOWING_SPIDER = """
+import scrapy
+
+
+class Following(scrapy.Spider):
+    name = "following"
+    start_urls = ["{base}/index.html"]  # requested past the duplicate filter, as Scrapy does
+
+    def parse(self, response):
+        yield {{"url": response.url, "html": response.text}}
+        if response.url.endswith("/a.html"):  # the page again, changed since: an update
+            yield {{"url": response.url, "html": response.text.replace("</article>", {update!r} + "</article>")}}
+        yield from response.follow_all(css="a", callback=self.parse)
+"""
+
+STORAGE = """
+import json
+
+
+class Received:
+    \"\"\"Appends each item it receives to received.jsonl: the URL and the text the pipeline added.\"\"\"
+
+    def process_item(self, item, spider=None):
+        with open("received.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps({"url": item["url"], "text": item.get("text")}) + "\\n")
+        return item
+"""
+
+
+def test_a_url_fetched_again_reaches_the_storage_once_and_again_when_changed(tmp_path: Path) -> None:
+    """Issue 51: Scrapy requests a start URL past its duplicate filter, so a link back to it
+    fetched it again and the storage pipeline got it twice (the index held it once)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    home = page("Home", english_article(81)).replace("<ul>", '<ul><li><a href="/a.html">a</a></li>', 1)
+    (root / "index.html").write_text(home, encoding="utf-8")
+    back = page("A", english_article(82)).replace("<ul>", '<ul><li><a href="/index.html">home</a></li>', 1)
+    (root / "a.html").write_text(back, encoding="utf-8")
+    update = "<p>" + " ".join(english_article(83)[0].split()[:40]) + "</p>"
+    settings = readme_block("pipeline-settings") + 'ITEM_PIPELINES = {"myproject.pipelines.Received": 300}\n'
+    db_url = f"sqlite:///{tmp_path / 'simhash.db'}"
+    with serve(root) as base:
+        project = user_project(tmp_path, FOLLOWING_SPIDER.format(base=base, update=update), settings)
+        (project / "myproject" / "pipelines.py").write_text(STORAGE, encoding="utf-8")
+        result = crawl("", db_url, tmp_path / "out", cwd=project, spider="following")
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.stat("downloader/response_status_count/200") == 3  # the start URL fetched twice
+    received = [json.loads(line) for line in (project / "received.jsonl").read_text().splitlines()]
+    assert [r["url"] for r in received].count(f"{base}/index.html") == 1
+    # both versions of a.html went on (in either order: the two items are checked side by side)
+    first, updated = sorted((r["text"] for r in received if r["url"] == f"{base}/a.html"), key=len)
+    assert updated.startswith(first) and len(updated) > len(first)
+    assert result.stat("simhash/repeated") == 1 and result.stat("simhash/kept") == 3
+    assert f"Dropped: {base}/index.html was passed on earlier in this crawl, with the same text" in result.log
+    with SimhashIndex(db_url, scheme=None) as index:
+        assert len(index) == 2

@@ -11,24 +11,42 @@ counts in `site/fetch_errors`.
 
 from __future__ import annotations
 
+import difflib
 import logging
-from collections.abc import AsyncIterator, Iterator
+import re
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
 import scrapy
+from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.linkextractors import LinkExtractor
+from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 INDEX_FILES = ("index.html", "index.htm")  # what a web server serves for a folder
-HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each
+HTTP_ERRORS = "site/http_errors"  # error pages (404s) met, skipped without a log line each; /<status> by status
 FETCH_ERRORS = "site/fetch_errors"  # requests that got no response, one log line each
 ROBOTS_LOGGER = "scrapy.downloadermiddlewares.robotstxt"  # logs a robots.txt it cannot fetch
+ARGUMENTS = ("start_url",)
+# Spider attributes Scrapy's own components read, which `-a` may set as well
+SCRAPY_ARGUMENTS = (
+    "user_agent",
+    "download_timeout",
+    "download_maxsize",
+    "download_warnsize",
+    "download_delay",
+    "max_concurrent_requests",
+    "http_user",
+    "http_pass",
+    "http_auth_domain",
+    "handle_httpstatus_list",
+)
 
 
 def parse_start_urls(start_url: str | None) -> list[str]:
@@ -55,6 +73,25 @@ def parse_start_urls(start_url: str | None) -> list[str]:
         else:
             raise ValueError(f"start_url {url!r} is not an http(s) URL, a file:// URL or a local path")
     return urls
+
+
+def check_arguments(given: Iterable[str], settings: BaseSettings) -> None:
+    """ValueError naming the first argument (`-a NAME=...`) that nothing reads, and the known
+    one closest to it: a mistyped `start_url` would otherwise be "start_url is required".
+    Scrapy's own spider attributes, the parameters the feed URIs name (`%(site)s`) and names
+    starting with "_" (scrapyd's `_job`) are taken."""
+    feeds = " ".join(str(uri) for uri in settings.getdict("FEEDS"))
+    known = {*ARGUMENTS, *SCRAPY_ARGUMENTS, *re.findall(r"%\((\w+)\)", feeds)}
+    for name in given:
+        if name in known or name.startswith("_"):
+            continue
+        closest = difflib.get_close_matches(name, [*ARGUMENTS, *SCRAPY_ARGUMENTS], n=1)
+        hint = (
+            f"did you mean {closest[0]}?"
+            if closest
+            else "the site spider takes start_url (settings go with -s NAME=VALUE)"
+        )
+        raise ValueError(f"unknown argument {name}: {hint}")
 
 
 def _site(url: str) -> tuple[str, ...]:
@@ -113,6 +150,11 @@ class SiteSpider(scrapy.Spider):
 
     name = "site"
 
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
+        check_arguments(kwargs, crawler.settings)
+        return super().from_crawler(crawler, *args, **kwargs)
+
     def __init__(self, start_url: str | None = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.start_urls = parse_start_urls(start_url)
@@ -149,6 +191,7 @@ class SiteSpider(scrapy.Spider):
         if response.status >= 400:  # HTTPERROR_ALLOW_ALL sends error pages here: counted, not pages
             if self.crawler.stats is not None:
                 self.crawler.stats.inc_value(HTTP_ERRORS)
+                self.crawler.stats.inc_value(f"{HTTP_ERRORS}/{response.status}")
             return
         if not isinstance(response, HtmlResponse):
             return  # PDFs, images, archives: not pages
@@ -173,16 +216,16 @@ class SiteSpider(scrapy.Spider):
         self.logger.error("cannot fetch %s: %s", failure.request.url, failure.getErrorMessage())
 
     def closed(self, reason: str) -> None:
+        """One line: the error pages skipped, by status. Counted here, as they reached the spider:
+        Scrapy's downloader/response_status_count/* counts robots.txt too, and each retry."""
         stats = self.crawler.stats.get_stats() if self.crawler.stats is not None else {}
         errors = stats.get(HTTP_ERRORS)
         if errors:
-            statuses = sorted(
-                (name.rpartition("/")[2], count)
-                for name, count in stats.items()
-                if name.startswith("downloader/response_status_count/") and name.rpartition("/")[2] >= "400"
-            )
+            prefix = HTTP_ERRORS + "/"
+            statuses = sorted((name[len(prefix) :], count) for name, count in stats.items() if name.startswith(prefix))
             self.logger.info(
-                "skipped %d error pages (%s); their URLs are in the log with -s LOG_LEVEL=DEBUG",
+                "skipped %d error page%s (%s); their URLs are in the log with -s LOG_LEVEL=DEBUG",
                 errors,
+                "" if errors == 1 else "s",
                 ", ".join(f"{count} HTTP {status}" for status, count in statuses),
             )

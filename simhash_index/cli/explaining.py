@@ -11,6 +11,7 @@ from .. import defaults
 from ..index import explain as evidence
 from ..index import texts
 from ..index.base import Index
+from ..index.records import Duplicate
 from . import formats, listings
 from .group import db_option, format_option, max_distance_option, open_index, output_format
 
@@ -62,28 +63,50 @@ def explanation_object(explanation: evidence.Explanation, index: Index) -> dict[
                 }
                 for c in explanation.candidates
             ],
+            "duplicates": [logged_object(d) for d in explanation.dropped],
+            "superseded": [logged_object(d) | {"reason": d.superseded} for d in explanation.superseded],
         }
     return obj | {"reasons": explanation.reasons()}
 
 
+def logged_object(duplicate: Duplicate) -> dict[str, Any]:
+    """A page logged against the page explained: the evidence the log holds."""
+    return {
+        "url": duplicate.key,
+        "rule": duplicate.rule,
+        "distance": duplicate.distance,
+        "similarity": listings.score(duplicate.similarity),
+        "added": duplicate.added,
+        "seen_at": duplicate.seen_at,
+    }
+
+
+# A kept page's lists, as the text format shows them: a title and the columns of a table each.
+LISTS = {
+    "candidates": ("older stored pages within the radius", ("url", "simhash", "distance", "similarity", "reason")),
+    "duplicates": ("dropped as its duplicates", ("url", "rule", "distance", "similarity", "added", "seen_at")),
+    "superseded": ("superseded by it", ("url", "reason", "rule", "distance", "similarity", "added", "seen_at")),
+}
+
+
 def write_text(obj: dict[str, Any], out: TextIO) -> None:
-    """The explanation as `name  value` lines, then its reasons and candidates."""
-    fields = [(name, value) for name, value in obj.items() if name not in ("candidates", "reasons", "diff")]
+    """The explanation as `name  value` lines, then its first reason, then a kept page's lists (LISTS)."""
+    fields = [(name, value) for name, value in obj.items() if name not in (*LISTS, "reasons", "diff")]
     formats.write_records([[formats.table_cell(value) for _, value in fields]], [name for name, _ in fields], out)
     out.write("\n")
     out.writelines(formats.visible(line) + "\n" for line in obj["reasons"][:1])
     if obj.get("diff"):
         out.write("\nwords changed from the page it duplicated ([-removed-] {+added+}):\n")
         out.write(formats.visible(obj["diff"]) + "\n")
-    candidates = obj.get("candidates") or []
-    if candidates:
-        out.write("\n")
-        columns = ("url", "simhash", "distance", "similarity", "reason")
-        formats.write_rows(candidates, columns, "table", out, numeric={"distance", "similarity"})
-        for candidate in candidates:
-            if candidate.get("diff"):
-                out.write(f"\nwords changed from {formats.visible(candidate['url'])}:\n")
-                out.write(formats.visible(candidate["diff"]) + "\n")
+    for name, (title, columns) in LISTS.items():
+        rows = obj.get(name) or []
+        if rows:
+            out.write(f"\n{title}:\n")
+            formats.write_rows(rows, columns, "table", out, numeric={"distance", "similarity", "added"})
+        for row in rows:
+            if row.get("diff"):
+                out.write(f"\nwords changed from {formats.visible(row['url'])}:\n")
+                out.write(formats.visible(row["diff"]) + "\n")
 
 
 @click.command()
@@ -108,8 +131,9 @@ def explain(
     verified by similarity), its distance and similarity. A kept page: each
     older stored page within --max-distance and why it was not a duplicate
     (similarity below --min-similarity, or stored longer than --window before
-    it), or that its text is too short for a near match. Read from the index
-    as it is now.
+    it), or that its text is too short for a near match; then the pages
+    dropped as its duplicates and the pages it superseded. Read from the
+    index as it is now.
     """
     index = open_index(db, max_distance=max_distance, min_similarity=min_similarity, window=window)
     explanation = evidence.explain(index, url)

@@ -190,6 +190,11 @@ class Index(ABC):
         dropped at or after it (naive means UTC)."""
         return self._logged(None if since is None else as_utc(since))
 
+    def duplicates_of(self, key: str) -> list[Duplicate]:
+        """The pages logged against the stored page `key`, in the order first logged: those
+        dropped as its duplicates, and those it superseded (`superseded` set)."""
+        return self._duplicates_of(check_key(key))
+
     def clusters(self, *, limit: int | None = None) -> Iterator[Cluster]:
         """Each stored page that has duplicates, with them: the largest clusters first."""
         groups: dict[str, list[tuple[int, Duplicate]]] = defaultdict(list)
@@ -301,6 +306,10 @@ class Index(ABC):
 
     @abstractmethod
     def _duplicate(self, key: str) -> Duplicate | None: ...
+
+    def _duplicates_of(self, key: str) -> list[Duplicate]:
+        """The whole log read for one page: a backend that finds them by their stored page does better."""
+        return [duplicate for duplicate in self.logged() if duplicate.duplicate_of == key]
 
     @abstractmethod
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]: ...

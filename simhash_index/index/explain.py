@@ -107,17 +107,42 @@ class Explanation:
     max_distance: int
     min_similarity: float
     candidates: tuple[Candidate, ...] = ()  # kept pages: the older stored pages within max_distance
+    logged: tuple[Duplicate, ...] = ()  # kept pages: the pages logged against it (Index.duplicates_of)
 
     @property
     def short_text(self) -> bool:
         return self.found.page is not None and self.found.page.signature.exact_only
 
     @property
+    def dropped(self) -> tuple[Duplicate, ...]:
+        """The pages dropped as this kept page's duplicates (or as those of a page it superseded)."""
+        return tuple(d for d in self.logged if d.superseded is None)
+
+    @property
+    def superseded(self) -> tuple[Duplicate, ...]:
+        """The stored pages this kept page took the place of (the survivor policy)."""
+        return tuple(d for d in self.logged if d.superseded is not None)
+
+    @property
     def stored_at(self) -> datetime | None:
         return None if self.found.page is None else self.found.page.stored_at
 
     def reasons(self) -> list[str]:
-        """The decision in sentences."""
+        """The decision in sentences: why the page was kept or dropped, then, for a kept page,
+        the pages logged against it."""
+        return [*self._decision(), *self._logged_lines()]
+
+    def _logged_lines(self) -> list[str]:
+        lines = []
+        if self.dropped:
+            lines.append(f"dropped as its duplicates: {len(self.dropped)} page(s)")
+            lines += [f"  {d.key}: {_evidence(d)}" for d in self.dropped]
+        if self.superseded:
+            lines.append(f"superseded: {len(self.superseded)} page(s), stored before it")
+            lines += [f"  {d.key}: {_evidence(d)}; this page is {d.superseded}" for d in self.superseded]
+        return lines
+
+    def _decision(self) -> list[str]:
         found, duplicate = self.found, self.found.duplicate
         if duplicate is not None:
             if duplicate.superseded is not None:
@@ -160,11 +185,22 @@ class Explanation:
         return lines
 
 
+def _evidence(duplicate: Duplicate) -> str:
+    """How near a logged page is to the page it was logged against."""
+    if duplicate.exact:
+        return "the same normalised text"
+    shown = "similarity not logged" if duplicate.similarity is None else f"similarity {duplicate.similarity:.3f}"
+    added = "" if duplicate.added is None else f", adding about {words(duplicate.added)} to it"
+    return f"{duplicate.distance} bits, {shown}{added}"
+
+
 def explain(index: Index, key: str) -> Explanation:
     """Why `key` was kept or dropped, as the index holds it now and under its policy."""
     found = find(index, key)
     explanation = Explanation(found, index.max_distance, index.min_similarity)
     page = found.page
+    if page is not None:
+        explanation = replace(explanation, logged=tuple(index.duplicates_of(key)))
     if page is None or page.signature.exact_only or page.signature.simhash is None:
         return explanation
     signature = shingled(index, key, page.signature)
@@ -178,7 +214,7 @@ def explain(index: Index, key: str) -> Explanation:
         fingerprint, score = stored.signature.simhash, verdict.similarity
         bounded = isinstance(rule.adds(signature, stored.signature), SketchBound)
         candidates.append(Candidate(stored.key, fingerprint, bits, score, accepted, reason, verdict.added, bounded))
-    return Explanation(found, index.max_distance, index.min_similarity, tuple(candidates))
+    return replace(explanation, candidates=tuple(candidates))
 
 
 def shingled(index: Index, key: str, stored: Signature) -> Signature:

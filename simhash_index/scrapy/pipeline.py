@@ -21,13 +21,11 @@ from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 
 from ..dedup import Deduplicator
 from ..errors import LayoutMismatchError, SchemeMismatchError, SimhashIndexError, one_line
-from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.pages import Page, PageSetup
 from ..fingerprinting.simhash import to_hex
 from ..index.base import Index
 from ..index.factory import open_index
 from ..index.records import Match
-from ..text.dates import http_date
 from ..workers import WorkerCrashed, WorkerStartError, WorkerTimeout
 from .addon import warn_of_pipelines_before
 from .failures import (
@@ -41,6 +39,7 @@ from .failures import (
 )
 from .items import Checkable, PassThrough, checkable
 from .logformatter import safe
+from .repeats import PassedOn
 from .settings import PipelineSettings, enabled, unknown_settings
 from .signals import page_superseded
 from .stats import Outcomes
@@ -51,14 +50,6 @@ logger = logging.getLogger(__name__)
 # The pipeline of each running crawl, so SimhashSkipDuplicatesMiddleware uses its index
 # rather than open a second one (a memory:// index could not be shared otherwise).
 _RUNNING: WeakKeyDictionary[Crawler, SimhashDedupPipeline] = WeakKeyDictionary()
-
-
-def with_modified(signature: Signature, adapter: ItemAdapter) -> Signature:
-    """The page's Signature with its Last-Modified, from the item's `last_modified` (an HTTP
-    Last-Modified value or a datetime), for the "newest" survivor policy."""
-    if "last_modified" not in adapter:
-        return signature
-    return replace(signature, modified=http_date(adapter.get("last_modified")))
 
 
 def opened(index: Index | None, stored: int) -> str:
@@ -74,6 +65,14 @@ def opened(index: Index | None, stored: int) -> str:
 def running_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
     """The crawl's SimhashDedupPipeline, if it has one."""
     return _RUNNING.get(crawler)
+
+
+class RepeatedPage(DropItem):
+    """The crawl passed this page on before, under the same key and with the same text (Scrapy
+    fetched its URL again): it is not passed on twice. `key` is its key in the index."""
+
+    one_line = True
+    key: str = ""
 
 
 class NearDuplicate(DropItem):
@@ -110,6 +109,7 @@ class SimhashDedupPipeline:
             batch_size=settings.batch_size,
             on_index_lost=lambda: self.outcomes.note("index_lost"),
         )
+        self.passed = PassedOn()
         self._warned: set[str] = set()
 
     @classmethod
@@ -222,24 +222,35 @@ class SimhashDedupPipeline:
         checked = self._prepare(item)
         if checked is None:
             return item
-        adapter, key, job = checked
+        key = checked.key
         try:
-            page = await awaitable(self.core.analyse(job))
+            page = await awaitable(self.core.analyse(checked.job))
         except Exception as exc:
             return self._failed(item, key, exc)
         if page.signature is None:
             return self._unchecked(item, key, page)
+        if self.passed.again(key, page.signature):
+            return self._repeated(key)
+        claim = self.passed.claim(key, page.signature)
         try:
-            match = await awaitable(self.core.decide(key, with_modified(page.signature, adapter), page.text))
+            signature = replace(page.signature, modified=checked.modified)
+            match = await awaitable(self.core.decide(key, signature, page.text))
         except SimhashIndexError as exc:
             self._db_error(exc)
             return item  # never lost: it goes on un-deduplicated
-        return self._conclude(item, adapter, key, page, match)
+        except Exception as exc:  # a bug, not the page's doing: the page is not lost for it
+            return self._failed(item, key, exc)
+        if match is not None and match.superseded is None:
+            self.passed.release(claim)
+        return self._conclude(item, checked.adapter, key, page, match)
 
     def _prepare(self, item: Any) -> Checkable | None:
         """(adapter, key, what to analyse), or None for an item that passes through unchecked (counted)."""
         checked = checkable(item, self.settings, index_ready=self.core.ready)
         if not isinstance(checked, PassThrough):
+            for flaw in checked.flaws:
+                self.outcomes.note(flaw.stat)
+                self._warn_once(flaw.stat, flaw.warning, *flaw.arguments)
             return checked
         self.outcomes.count(checked.outcome, f"errors/{checked.reason}" if checked.reason else None)
         if checked.reason == "no_index":
@@ -263,6 +274,14 @@ class SimhashDedupPipeline:
                 "simhash: unexpected %s on %s: %s; the item passes through", type(exc).__name__, safe(key), safe(exc)
             )
         return item
+
+    def _repeated(self, key: str) -> Any:
+        """A page passed on before, unchanged: counted, dropped with one line."""
+        self.outcomes.count("repeated")
+        message = f"{safe(key)} was passed on earlier in this crawl, with the same text"
+        repeat = RepeatedPage(message, log_level=self.settings.drop_log_level)
+        repeat.key = key
+        raise repeat
 
     def _unchecked(self, item: Any, key: str, page: Page) -> Any:
         """A page with no signature to check (extraction failed, or no text): counted, passed through."""
@@ -342,6 +361,8 @@ class SimhashDedupPipeline:
             logger.warning(message, *args)
 
     def _set(self, adapter: ItemAdapter, field: str, value: str | None) -> None:
+        """The item's field set, when it takes it: a class without the field, a frozen dataclass
+        or attrs class, a model refusing the value is warned of once, and the item goes on as it is."""
         try:
             adapter[field] = value
         except KeyError:
@@ -350,4 +371,13 @@ class SimhashDedupPipeline:
                 "simhash: %s has no %r field to receive it; declare it",
                 type(adapter.item).__name__,
                 field,
+            )
+        except Exception as exc:  # the item's own class refuses it (FrozenInstanceError, a validation error)
+            self._warn_once(
+                f"field:{field}",
+                "simhash: %s items cannot take the %r field (%s: %s); they go on without it",
+                type(adapter.item).__name__,
+                field,
+                type(exc).__name__,
+                safe(exc, 200),
             )

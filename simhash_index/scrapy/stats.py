@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 PREFIX = "simhash/"
 # Every item lands in exactly one of these stats (simhash/<outcome>); dropped_exact and
 # errors/<why> are sub-reasons, counted beside dropped and errors.
-OUTCOMES = ("kept", "dropped", "no_url", "bad_url", "no_html", "no_text", "not_an_item", "errors")
+OUTCOMES = ("kept", "dropped", "repeated", "no_url", "bad_url", "no_html", "no_text", "not_an_item", "errors")
 UNCHECKED = {
     "no_url": "no URL",
     "bad_url": "URL no database stores",
@@ -63,6 +63,8 @@ class Outcomes:
         unchecked = {label: self.value(name) for name, label in UNCHECKED.items() if self.value(name)}
         passed = sum(unchecked.values())
         why = f" ({', '.join(f'{count:,} {label}' for label, count in unchecked.items())})" if passed else ""
+        repeats = self.value("repeated")
+        repeated = f"; {repeats:,} not passed on again (URLs passed on earlier, the same text)" if repeats else ""
         index = f"; the index holds {stored:,} pages" if stored is not None else ""
         skipped = self.value("skipped_requests")
         not_fetched = (
@@ -72,7 +74,7 @@ class Outcomes:
         )
         return (
             f"simhash: {kept + dropped:,} pages checked: {kept:,} kept, {dropped:,} dropped "
-            f"({exact:,} exact, {dropped - exact:,} near); {passed:,} passed through unchecked{why}{index}"
+            f"({exact:,} exact, {dropped - exact:,} near){repeated}; {passed:,} passed through unchecked{why}{index}"
             f"{not_fetched}"
         )
 

@@ -372,6 +372,20 @@ class RedisIndex(Index):
             entry = self._client.hgetall(self._key(f"dup:{text_of(log_id)}")) if log_id is not None else None
         return duplicate_of_entry(entry) if entry else None
 
+    def _duplicates_of(self, key: str) -> list[Duplicate]:
+        """The log ids in the page's `against:` set (an index written before those sets were kept
+        lists only what was logged since)."""
+        with self._talking():
+            page_id = self._client.hget(self._key("ids"), key.encode("utf-8"))
+            if page_id is None:
+                return []
+            ids = sorted(int(member) for member in self._client.smembers(self._key(f"against:{text_of(page_id)}")))
+            pipe = self._client.pipeline(transaction=False)
+            for log_id in ids:
+                pipe.hgetall(self._key(f"dup:{log_id}"))
+            entries = pipe.execute()
+        return [duplicate_of_entry(entry) for entry in entries if entry]
+
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         pipe = self._client.pipeline(transaction=True)
         pipe.hget(self._key("ids"), key.encode("utf-8"))

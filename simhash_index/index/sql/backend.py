@@ -358,6 +358,10 @@ class SqlIndex(Index):
         with self.transaction(write=False) as conn:
             return duplicates.one(conn, self.tables, self._evidence, key)
 
+    def _duplicates_of(self, key: str) -> list[Duplicate]:
+        with self.transaction(write=False) as conn:
+            return duplicates.against(conn, self.tables, self._evidence, key)
+
     def clusters(self, *, limit: int | None = None) -> Iterator[Cluster]:
         """Each stored page that has duplicates, with them: the largest clusters first (one GROUP BY)."""
         with self.transaction(write=False) as conn:

@@ -1,4 +1,5 @@
-"""Reading the duplicates log of an SQL index: streamed in the order logged, one key, or by cluster."""
+"""Reading the duplicates log of an SQL index: streamed in the order logged, one key, those of one
+stored page, or by cluster."""
 
 from __future__ import annotations
 
@@ -36,6 +37,19 @@ def one(conn: Connection, tables: Tables, evidence: tuple[str, ...], key: str) -
     columns = [t.key, t.duplicate_of, t.distance, t.exact, t.seen_at, *(t[name] for name in evidence)]
     rows = conn.execute(select(*columns).where(t.key_hash == key_hash(key), t.key == key)).all()
     return _duplicate(rows[0], rows[0].duplicate_of) if rows else None
+
+
+def against(conn: Connection, tables: Tables, evidence: tuple[str, ...], key: str) -> list[Duplicate]:
+    """The pages logged against the stored page `key`, in the order first logged."""
+    dup, doc = tables.duplicates, tables.documents
+    columns = [dup.c.key, dup.c.distance, dup.c.exact, dup.c.seen_at, *(dup.c[name] for name in evidence)]
+    statement = (
+        select(*columns)
+        .select_from(dup.join(doc, doc.c.id == dup.c.duplicate_of_id))
+        .where(doc.c.key_hash == key_hash(key), doc.c.key == key)
+        .order_by(dup.c.id)
+    )
+    return [_duplicate(row, key) for row in conn.execute(statement)]
 
 
 def clusters(conn: Connection, tables: Tables, evidence: tuple[str, ...], limit: int | None) -> Iterator[Cluster]:
