@@ -175,6 +175,12 @@ def redis_url() -> Iterator[str]:
         client.close()
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
+def any_url(request: pytest.FixtureRequest) -> str:
+    """Each test that takes it runs on every backend: the memory index too."""
+    return "memory://" if request.param == "memory" else str(request.getfixturevalue(f"{request.param}_url"))
+
+
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def db_url(request: pytest.FixtureRequest) -> str:
     """Each test that takes it runs once on SQLite, once on PostgreSQL and once on Redis."""

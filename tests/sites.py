@@ -241,9 +241,10 @@ def page(title: str, paragraphs: list[str], *, nav: int = 5, ad: str = "", lang:
 
 
 def related(seed: int) -> list[str]:
-    """A "related articles" block: a few headlines that change from copy to copy."""
+    """A "related articles" block: two short headlines that change from copy to copy (fewer
+    words than a page must add to be kept beside its copy)."""
     rng = random.Random(seed)
-    titles = [" ".join(rng.choice(WORDS) for _ in range(5)).capitalize() for _ in range(4)]
+    titles = [" ".join(rng.choice(WORDS) for _ in range(3)).capitalize() for _ in range(2)]
     return ["Related articles: " + "; ".join(titles) + "."]
 
 

@@ -9,6 +9,7 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simhash_index import SimhashIndex
 from simhash_index.fingerprinting.additions import BITS, MAX_BITS, MIN_BITS, SketchBound, added, bits_for
 from simhash_index.fingerprinting.fingerprinter import DEFAULT, Signature
 
@@ -93,3 +94,49 @@ def test_without_bitmaps_the_sketches_bound_what_a_page_adds():
     assert not SketchBound(1000, 256, 256).reaches(25)
     assert SketchBound(2000, 256, 256).reaches(25)
     assert SketchBound(400, 240, 256).reaches(25)
+
+
+# -- the rule on every backend ------------------------------------------------------------------
+
+
+def versions() -> dict[str, Signature]:
+    """A page of 700 words, a version with a 40-word section more, one with a word changed, and
+    one with 30 words added and 45 taken out elsewhere (shorter, yet adding)."""
+    rng = random.Random(9)
+    base = text(rng, 700)
+    texts = {
+        "base": base,
+        "section": [*base[:300], *text(rng, 40), *base[300:]],
+        "word": [*base[:200], "renamed", *base[201:]],
+        "swap": [*base[:100], *text(rng, 30), *base[100:500], *base[545:]],
+    }
+    return {name: page(words) for name, words in texts.items()}
+
+
+@pytest.mark.parametrize("prefer", ["first", "longest", "newest"])
+def test_a_page_that_adds_a_section_is_kept_and_one_that_changes_a_word_is_dropped(any_url, prefer):
+    pages = versions()
+    with SimhashIndex(any_url, prefer=prefer) as index:
+        assert index.check_and_add("https://docs.example/v1", pages["base"]) is None
+        word = index.check_and_add("https://docs.example/word", pages["word"])
+        assert word is not None and word.key == "https://docs.example/v1"
+        assert word.added is not None and word.added <= 3
+        section = index.check_and_add("https://docs.example/v2", pages["section"])
+        swap = index.check_and_add("https://docs.example/v3", pages["swap"])
+        stored = {key for key in ("v1", "v2", "v3", "word") if index.get(f"https://docs.example/{key}") is not None}
+    # the section's 40 words and the swap's 30 are the crawl's only copy of them: never dropped
+    assert section is None or section.superseded is not None
+    assert swap is None or swap.superseded is not None
+    assert {"v2", "v3"} <= stored
+    if prefer == "first":
+        assert stored == {"v1", "v2", "v3"}  # each kept as its own page
+    else:  # the longer, or newer, supersedes the stored copy as a near copy would
+        assert section is not None and section.superseded is not None and section.added >= 25
+
+
+def test_the_plain_similarity_rule_drops_what_adds(any_url):
+    pages = versions()
+    with SimhashIndex(any_url, added_words=None) as index:
+        index.check_and_add("https://docs.example/v1", pages["base"])
+        match = index.check_and_add("https://docs.example/v2", pages["section"])
+        assert match is not None and match.key == "https://docs.example/v1"

@@ -16,11 +16,6 @@ B = 0xFEDCBA9876543210
 C = 0x00FF00FF00FF00FF
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
-def any_url(request: pytest.FixtureRequest) -> str:
-    return "memory://" if request.param == "memory" else request.getfixturevalue(f"{request.param}_url")
-
-
 def fill(index) -> None:
     assert index.check_and_add("https://a/1", A) is None
     assert index.check_and_add("https://b/1", B) is None

@@ -22,11 +22,6 @@ DAY0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 BASE = 0x5A5A_F0F0_1234_8421
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
-def any_url(request: pytest.FixtureRequest) -> str:
-    return "memory://" if request.param == "memory" else request.getfixturevalue(f"{request.param}_url")
-
-
 def test_first_keeps_the_stored_page(any_url):
     with SimhashIndex(any_url) as index:
         index.check_and_add("a", Signature(BASE, 1, words=10))

@@ -21,11 +21,6 @@ EDITED = " ".join(edit_words(english_article(21), 5, 3))
 OTHER = " ".join(english_article(22))
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
-def any_url(request: pytest.FixtureRequest) -> str:
-    return "memory://" if request.param == "memory" else request.getfixturevalue(f"{request.param}_url")
-
-
 def with_texts(url: str) -> str:
     return url + ("&" if "?" in url else "?") + "texts=1"
 

@@ -269,8 +269,8 @@ class Fingerprinter:
             return Signature(fingerprint, exact, exact_only=True, words=words)
         if not self.sketch_size:
             return Signature(fingerprint, exact, None, words=words)
-        size, shingles = shingling(normalized)
-        hashes = shingle_hashes(shingles)
+        shingled = shingling(normalized)
+        hashes = shingle_hashes(shingled.shingles)
         distinct = np.unique(hashes)
         return Signature(
             fingerprint,
@@ -279,7 +279,7 @@ class Fingerprinter:
             words=words,
             shingles=len(distinct),
             bloom=bitmap(distinct),
-            shingled=Shingled.of(size, hashes),
+            shingled=Shingled.of(shingled.size, hashes, characters=shingled.characters),
         )
 
     def _feature_counts(self, normalized: str) -> Counter[str]:

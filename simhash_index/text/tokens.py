@@ -14,7 +14,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable
 from itertools import chain
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 
 import numpy as np
 
@@ -189,21 +189,30 @@ def _is_cjk(flags: chars.Flags) -> bool:
 
 def shingle_list(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> Iterable[str]:
     """The shingles of `shingles`, in text order, repeats included (built in C, not one by one)."""
-    return shingling(normalized_text, words_n=words_n, chars_n=chars_n)[1]
+    return shingling(normalized_text, words_n=words_n, chars_n=chars_n).shingles
 
 
-def shingling(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> tuple[int, Iterable[str]]:
-    """The tokens a shingle holds (`chars_n` characters of CJK text, else `words_n` words), and
-    the shingles of shingle_list."""
+class Shingling(NamedTuple):
+    """A text's shingles: `size` tokens each, characters (`characters`: CJK text) or words."""
+
+    size: int
+    characters: bool
+    shingles: Iterable[str]
+
+
+def shingling(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> Shingling:
+    """The shingles of shingle_list, and what they are made of: `chars_n` characters of CJK
+    text, else `words_n` words."""
     points = chars.code_points(normalized_text)
     flags = chars.classes(points)
-    if _is_cjk(flags):
+    cjk = _is_cjk(flags)
+    if cjk:
         tokens, n, glue = list(normalized_text.replace(" ", "")), chars_n, ""
     else:
         tokens, n, glue = chars.word_runs(points, flags), words_n, " "
     if len(tokens) <= n:
-        return n, [glue.join(tokens)]
-    return n, map(glue.join, zip(*(tokens[i:] for i in range(n))))
+        return Shingling(n, cjk, [glue.join(tokens)])
+    return Shingling(n, cjk, map(glue.join, zip(*(tokens[i:] for i in range(n)))))
 
 
 def shingles(normalized_text: str, *, words_n: int = 3, chars_n: int = 5) -> set[str]:
