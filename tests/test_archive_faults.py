@@ -13,8 +13,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from commands import ok, run
 from sites import english_article, page
-from test_cli import ok, run
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 

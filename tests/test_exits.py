@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from archives import write_archive
 from sites import english_article, page
-from test_warc import write_archive
 
 pytestmark = [pytest.mark.early, pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, sends signals")]
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from archives import write_archive
 from click.testing import CliRunner
-from test_warc import write_archive
 
 from simhash_index.cli import cli
 

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from commands import ok, run
 from sites import dated_page, english_article, page
-from test_cli import ok, run
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
