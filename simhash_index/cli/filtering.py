@@ -22,7 +22,7 @@ from ..fingerprinting.pages import PageSetup
 from ..index.prefer import Prefer
 from .framing import WHOLE_GZIP, BrokenArchive
 from .group import allow_truncated_option, db_option, max_distance_option, open_index, word_weights_option
-from .importing import _import_pages, open_existing, prefer_option
+from .importing import _import_pages, open_existing, prefer_option, unusable_dates
 from .inputs import fingerprinter_for
 from .outputs import Output
 from .survivors import Fates, page_setup
@@ -97,11 +97,12 @@ def filter_(
             raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
         written = _write_survivors(target, archives, scanned, copies, keep_revisits, gzipped)
     revisits = f" ({written['revisits']} revisits)" if keep_revisits else ""
+    dates = f"; {unusable_dates(counts)}" if counts["unusable_date"] else ""
     read = sum(len(records) for records in scanned)
     size = sum(os.path.getsize(archive) for archive in archives)
     click.echo(
         f"read {read} records ({size} bytes), {sum(map(len, copies.values()))} duplicate pages; "
-        f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)",
+        f"wrote {written['records']} records{revisits} ({written['bytes']} bytes){dates}",
         err=output.is_stdout(),
     )
     if counts["bad"]:

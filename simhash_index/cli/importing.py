@@ -141,6 +141,8 @@ def import_(
     summary = f"kept {counts['kept']}, dropped {counts['dropped']}, skipped {counts['skipped']} (no text){refused}{bad}"
     if counts["superseded"]:
         summary += f"; {counts['superseded']} kept pages superseded a stored copy (--prefer {prefer})"
+    if counts["unusable_date"]:
+        summary += f"; {unusable_dates(counts)}"
     if not_pages(counts):
         summary += f"; records not pages: {not_pages(counts)}"
     click.echo(f"dry run, nothing written: {summary}" if dry_run else summary, err=dry_run)
@@ -232,6 +234,10 @@ def _decided(
             click.echo(f"Warning: {line.where}: {exc}; skipped", err=True)
             pending.append((line.url, "refused"))
             continue
+        if line.unusable_date is not None:
+            if not counts["unusable_date"]:
+                click.echo(f"Warning: {line.where}: {line.unusable_date}: taken as no date (others counted)", err=True)
+            counts["unusable_date"] += 1
         failure = line.warning or page.failure
         if failure is not None:
             click.echo(f"Warning: {line.where}: {failure}; skipped", err=True)
@@ -260,6 +266,11 @@ def _settled(pending: deque[Pending], counts: Counter[str], keep: int) -> Iterat
             continue
         counts["dropped" if match is not None else "kept"] += 1
         yield {"url": url, "outcome": "kept"} if match is None else listings.dropped_row(url, match)
+
+
+def unusable_dates(counts: Counter[str]) -> str:
+    """The count of the pages whose date was unusable, as the summary says it."""
+    return f"unusable dates (taken as none): {counts['unusable_date']}"
 
 
 def open_existing(db: str, max_distance: int | None) -> Index | None:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import click
 
 from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, NoFeaturesError
 from ..fingerprinting.pages import PageJob
-from ..text.dates import http_date
+from ..text.dates import http_date, iso_date
 from ..text.extract import decode, extract_text, looks_binary
 from . import formats
 
@@ -35,14 +35,13 @@ class IsoDateTime(click.ParamType):  # type: ignore[type-arg]  # generic in clic
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
         if isinstance(value, datetime):
             return value
-        text = str(value).strip()
-        if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)  # a date alone is its midnight
-        except ValueError:
-            self.fail(f"{value!r} is not an ISO date or datetime, e.g. 2024-05-01 or 2024-05-01T12:00:00+02:00")
-        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+        moment = iso_date(str(value))
+        if moment is None:
+            self.fail(
+                f"{value!r} is not an ISO date or datetime within years 1 to 9999 UTC, "
+                "e.g. 2024-05-01 or 2024-05-01T12:00:00+02:00"
+            )
+        return moment
 
 
 def fingerprinter_for(scheme: str | None, word_weights: str | None = None) -> Fingerprinter:
@@ -132,6 +131,7 @@ class CorpusLine:
     job: PageJob | None = None  # None: neither a text nor an HTML to read
     error: str | None = None
     modified: datetime | None = None  # its Last-Modified, or an archive's capture date: for --prefer newest
+    unusable_date: str | None = None  # the date given that could not be used (taken as none), and where
     warning: str | None = None  # why the page is skipped unread (over the page limit)
     fatal: bool = False  # the error ends the input (an archive cut short)
 
@@ -162,7 +162,17 @@ def corpus_line(line: bytes, where: str) -> CorpusLine:
     text, html = page.get("text"), page.get("html")
     if not isinstance(text, str) and not isinstance(html, str):
         return CorpusLine(where, error='needs a "text" or "html" string')
-    modified = http_date(page.get("last_modified"))  # as the pipeline reads an item's
+    given = page.get("last_modified")
+    modified = http_date(given)  # as the pipeline reads an item's
+    unusable = unusable_date("last_modified", given) if given and modified is None else None
     if isinstance(text, str) and text.strip():
-        return CorpusLine(where, page["url"], PageJob(text, is_html=False), modified=modified)
-    return CorpusLine(where, page["url"], PageJob(html) if isinstance(html, str) else None, modified=modified)
+        job: PageJob | None = PageJob(text, is_html=False)
+    else:
+        job = PageJob(html) if isinstance(html, str) else None
+    return CorpusLine(where, page["url"], job, modified=modified, unusable_date=unusable)
+
+
+def unusable_date(name: str, value: object) -> str:
+    """A date given but unusable, as a warning names it: the field and its value, escaped and cut short."""
+    shown = formats.visible(str(value)[:60]) + ("..." if len(str(value)) > 60 else "")
+    return f"its {name} '{shown}' is not a date within years 1 to 9999 UTC"

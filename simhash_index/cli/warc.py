@@ -14,17 +14,17 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import click
 
 from ..errors import install_extra
 from ..fingerprinting.pages import PageJob
-from ..text.dates import http_date
+from ..text.dates import http_date, iso_date
 from ..text.extract import DEFAULT_MAX_BYTES, decode
 from .framing import BrokenArchive, framed_records
-from .inputs import CorpusLine, looks_like_html, progress
+from .inputs import CorpusLine, looks_like_html, progress, unusable_date
 from .payloads import payload
 
 MISSING = f"reading WARC and ARC archives needs warcio: {install_extra('warc')}"
@@ -215,7 +215,8 @@ def read_archive(
             elif isinstance(job, str):
                 yield CorpusLine(where, record.target or "", warning=job)
             else:
-                yield CorpusLine(where, record.target or "", job, modified=captured(record))
+                modified, unusable = captured(record)
+                yield CorpusLine(where, record.target or "", job, modified=modified, unusable_date=unusable)
     except BrokenArchive as exc:
         where = f"{file} record at byte {exc.offset}"
         if exc.cut and allow_truncated:
@@ -226,24 +227,18 @@ def read_archive(
             yield CorpusLine(where, error=exc.reason, fatal=True)
 
 
-def captured(record: Record) -> datetime | None:
+def captured(record: Record) -> tuple[datetime | None, str | None]:
     """When the capture was made, as the "newest" survivor policy takes it after the page's own
-    date: its WARC-Date, else its HTTP Last-Modified (None when neither can be read)."""
-    return warc_date(record.date) or http_date(record.last_modified)
-
-
-def warc_date(value: str | None) -> datetime | None:
-    """A WARC-Date (ISO 8601, UTC) as an aware datetime; None when absent or unreadable."""
-    if not value:
-        return None
-    text = value.strip()
-    if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    date: its WARC-Date, else its HTTP Last-Modified (None when neither can be read); and the
+    first of them given but unusable (unreadable, or outside UTC's calendar), which counts as not given."""
+    unusable = None
+    for name, value, read in (("WARC-Date", record.date, iso_date), ("Last-Modified", record.last_modified, http_date)):
+        moment = read(value)
+        if moment is not None:
+            return moment, unusable
+        if value and unusable is None:
+            unusable = unusable_date(name, value)
+    return None, unusable
 
 
 def not_pages(counts: Counter[str]) -> str:
