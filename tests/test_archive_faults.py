@@ -146,6 +146,38 @@ def assert_one_bad_record(tmp_path: Path, archive: Path, offset: int, error: str
     assert "Traceback" not in result.output + filtered.output
 
 
+# -- a header line without end ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_a_header_line_without_end_is_read_no_further_than_the_header_limit(tmp_path: Path, compress: bool) -> None:
+    """A record whose WARC-Target-URI runs on for 24 MiB (in a gzip member of its own, or up to
+    the blank line before the next record) is one bad record, read no further than 1 MiB at a
+    time (issue 50, item 5: a 1.5 GiB line was read whole, minutes and gigabytes)."""
+    archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    offsets = write_pages(archive, compress=compress)
+    head = b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://example.com/"
+    line = head + b"a" * (24 << 20)
+    bad = gzip.compress(line, compresslevel=1) if compress else line + b"\r\n\r\n"
+    data = archive.read_bytes()
+    archive.write_bytes(data[: offsets[2]] + bad + data[offsets[2] :])
+    tracemalloc.start()
+    try:
+        result = run("import", "--db", f"sqlite:///{tmp_path / 'm.db'}", "--workers", "0", str(archive))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16_000_000, peak  # the line alone is 25 MB
+    assert result.exit_code == 1 and result.stdout.startswith(f"kept {PAGES}, dropped 0, skipped 0 (no text), 1 bad")
+    assert result.stderr == (
+        f"Error: {archive} record at byte {offsets[2]}: its headers run past 1,048,576 bytes without ending; skipped\n"
+    )
+    out = tmp_path / f"out{''.join(archive.suffixes)}"
+    filtered = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert filtered.exit_code == 1 and "its headers run past 1,048,576 bytes" in filtered.stderr
+    assert out.read_bytes() == archive.read_bytes()  # every record copied, the bad one too
+
+
 # -- corrupt gzip data ----------------------------------------------------------------
 
 
