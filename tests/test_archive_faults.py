@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import random
 import re
+import threading
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -176,6 +179,46 @@ def test_a_header_line_without_end_is_read_no_further_than_the_header_limit(tmp_
     filtered = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
     assert filtered.exit_code == 1 and "its headers run past 1,048,576 bytes" in filtered.stderr
     assert out.read_bytes() == archive.read_bytes()  # every record copied, the bad one too
+
+
+# -- cut while filter copies it ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_an_archive_cut_while_filter_copies_it_is_an_error(tmp_path: Path, compress: bool) -> None:
+    """OUT is a FIFO, so that the second pass waits for its reader: the reader takes the first
+    byte, cuts the archive in its last pages, then reads on (issue 50, item 7: a short OUT, exit 0;
+    gzipped, the wrong error)."""
+    archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    with archive.open("wb") as stream:  # a large record first: OUT's reader holds the copy up in it
+        writer = WARCWriter(stream, gzip=compress)
+        blob = random.Random(7).randbytes(3 << 20)
+        writer.write_record(
+            writer.create_warc_record("https://e.example/v", "resource", payload=io.BytesIO(blob), length=len(blob))
+        )
+    pages = tmp_path / "pages.warc"
+    offsets = write_pages(pages, compress=compress)
+    start = archive.stat().st_size
+    with archive.open("ab") as stream:
+        stream.write(pages.read_bytes())
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    received: list[int] = []
+
+    def read_and_cut() -> None:
+        with fifo.open("rb") as out:
+            first = out.read(1)  # the second pass has begun
+            os.truncate(archive, start + (offsets[3] + offsets[4]) // 2)
+            received.append(len(first + out.read()))
+
+    reader = threading.Thread(target=read_and_cut, daemon=True)
+    reader.start()
+    result = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(fifo))
+    reader.join(timeout=60)
+    assert result.exit_code == 1
+    changed = f"its record at byte {start + offsets[3]} is not what it was"
+    assert result.stderr == f"Error: {archive} changed while it was read ({changed}): is it being written to?\n"
+    assert received and received[0] < start + offsets[4]  # nothing past the cut
 
 
 # -- corrupt gzip data ----------------------------------------------------------------

@@ -13,23 +13,24 @@ from __future__ import annotations
 import io
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import click
 
 from ..fingerprinting.pages import PageSetup
 from ..index.prefer import Prefer
-from .framing import WHOLE_GZIP, BrokenArchive
+from .framing import BrokenArchive, opens_record
 from .group import allow_truncated_option, db_option, max_distance_option, open_index, word_weights_option
 from .importing import _import_pages, open_existing, prefer_option, unusable_dates
 from .inputs import fingerprinter_for
 from .outputs import Output
 from .survivors import Fates, page_setup
-from .warc import CUT, GZIP_MAGIC, Record, archive_format, scan
+from .warc import CUT, Record, archive_format, scan
 
 REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
 COMPANION_KINDS = ("request", "metadata")
+COPY_PIECE = 1 << 20  # bytes of a record copied at a time
 
 
 @click.command("filter")
@@ -93,9 +94,9 @@ def filter_(
         scanned: list[list[Record]] = []
         counts: Counter[str] = Counter()
         copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
-        if [_stat(archive) for archive in archives] != before:
-            raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
-        written = _write_survivors(target, archives, scanned, copies, keep_revisits, gzipped)
+        _check_unchanged(archives, before)
+        written = _write_survivors(target, archives, scanned, copies, keep_revisits, kind, gzipped)
+        _check_unchanged(archives, before)
     revisits = f" ({written['revisits']} revisits)" if keep_revisits else ""
     dates = f"; {unusable_dates(counts)}" if counts["unusable_date"] else ""
     read = sum(len(records) for records in scanned)
@@ -115,28 +116,29 @@ def _write_survivors(
     scanned: list[list[Record]],
     copies: dict[int, dict[int, tuple[dict[str, Any], Record | None]]],
     keep_revisits: bool,
+    kind: str,
     gzipped: bool,
 ) -> Counter[str]:
     """The second pass: each archive's records copied to `target` but the copies (a revisit in
-    their place with `keep_revisits`, else left out with their companions); what was written."""
+    their place with `keep_revisits`, else left out with their companions); what was written.
+    Each record is read as the first pass found it, or the archive changed since (an error)."""
     written: Counter[str] = Counter()
     for number, (archive, records) in enumerate(zip(archives, scanned)):
         dropped = copies.get(number, {})
         left_out = set() if keep_revisits else companions(records, dropped)
         with open(archive, "rb") as source:
             for record in records:
-                if record.offset in left_out:
+                if record.offset in left_out or (record.offset in dropped and not keep_revisits):
                     continue
-                raw = _raw(source, record, gzipped)
+                pieces = _pieces(source, record, archive, kind, gzipped)
                 if record.offset in dropped:
-                    if not keep_revisits:
-                        continue
                     row, kept = dropped[record.offset]
-                    raw = revisit(raw, row, kept, gzipped)
+                    pieces = iter([revisit(b"".join(pieces), row, kept, gzipped)])
                     written["revisits"] += 1
-                target.write(raw)
+                for piece in pieces:
+                    target.write(piece)
+                    written["bytes"] += len(piece)
                 written["records"] += 1
-                written["bytes"] += len(raw)
     return written
 
 
@@ -193,9 +195,9 @@ def _copies(
     return found
 
 
-def _stat(path: str) -> tuple[int, int]:
+def _stat(path: str) -> tuple[int, int, int, int]:
     found = os.stat(path)
-    return found.st_size, found.st_mtime_ns
+    return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
 
 def same_format(archives: Sequence[str]) -> tuple[str, bool]:
@@ -235,12 +237,30 @@ def companions(records: Iterable[Record], dropped: dict[int, Any]) -> set[int]:
     return found
 
 
-def _raw(source: IO[bytes], record: Record, gzipped: bool) -> bytes:
+def _pieces(source: IO[bytes], record: Record, archive: str, kind: str, gzipped: bool) -> Iterator[bytes]:
+    """The record's bytes, a piece at a time: as many as the first pass found, starting as a
+    record does (a gzip member, or a record's first line), else ArchiveChanged."""
     source.seek(record.offset)
-    raw = source.read(record.length)
-    if gzipped and not raw.startswith(GZIP_MAGIC):
-        raise click.ClickException(f"the archive is {WHOLE_GZIP}")
-    return raw
+    left = record.length
+    while left:
+        piece = source.read(min(left, COPY_PIECE))
+        if not piece or (left == record.length and record.error is None and not opens_record(piece, kind, gzipped)):
+            raise ArchiveChanged(archive, f"its record at byte {record.offset} is not what it was")
+        left -= len(piece)
+        yield piece
+
+
+class ArchiveChanged(click.ClickException):
+    """An archive changed between the passes, or while the second pass read it."""
+
+    def __init__(self, archive: str, seen: str = "") -> None:
+        super().__init__(f"{archive} changed while it was read{f' ({seen})' if seen else ''}: is it being written to?")
+
+
+def _check_unchanged(archives: Sequence[str], before: list[tuple[int, int, int, int]]) -> None:
+    for archive, was in zip(archives, before):
+        if _stat(archive) != was:
+            raise ArchiveChanged(archive)
 
 
 def revisit(raw: bytes, row: dict[str, Any], kept: Record | None, gzipped: bool) -> bytes:

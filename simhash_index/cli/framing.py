@@ -333,6 +333,14 @@ def _next_member(stream: IO[bytes], start: int, size: int, kind: str) -> int:
     return size
 
 
+def opens_record(head: bytes, kind: str, gzipped: bool) -> bool:
+    """Whether `head`, the first bytes of a record as the archive holds it, can start one: a gzip
+    member, or a WARC record's version line (an ARC record's first line has too many forms)."""
+    if gzipped:
+        return head.startswith(_GZIP_MAGIC)
+    return kind == "arc" or head.startswith(b"WARC/")
+
+
 def _opens_record(stream: IO[bytes], offset: int, kind: str) -> bool:
     """Whether a gzip member starts at `offset` and its data begins with a record's first line."""
     stream.seek(offset)
