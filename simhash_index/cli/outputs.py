@@ -85,10 +85,13 @@ class Output:
             return False
 
     def same_as(self, path: str) -> bool:
-        """Whether OUT is the file at `path`."""
-        if self.given == "-" or not os.path.exists(self.path):
+        """Whether OUT is the file at `path` (`-`: whether stdout is)."""
+        try:
+            if self.given == "-":
+                return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(path))
+            return os.path.exists(self.path) and os.path.samefile(self.path, path)
+        except (OSError, ValueError):  # stdout closed, or not a file (a test's capture)
             return False
-        return os.path.samefile(self.path, path)
 
     @contextmanager
     def open(self) -> Iterator[IO[bytes]]:
