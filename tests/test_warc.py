@@ -14,10 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from archives import write_archive
+from archives import html_response, write_archive
 from commands import ok, run
 from sites import build_site, english_article, page, serve
 from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
 from simhash_index.cli.filtering import companions
@@ -225,3 +227,65 @@ def test_an_arc_archive(tmp_path: Path) -> None:
     assert summary == "kept 1, dropped 1, skipped 0 (no text); records not pages: 1 warcinfo, 1 response not HTML\n"
     ok("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
     assert out.read_bytes() == head + kept + image
+
+
+def write_revisited(path: Path) -> dict[str, str]:
+    """/a, and its near copy /b with a crawler's two revisits of it: one naming /b's response by
+    record id (with a request of its own), one by target URI and date only. The record ids."""
+    article = english_article(21)
+    ids = {}
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=True)
+        for url, body in (
+            ("https://a.example/a", page("A", article)),
+            ("https://a.example/b", page("A", article, nav=7)),
+        ):
+            response = html_response(writer, url, body)
+            writer.write_record(response)
+            ids[url] = response.rec_headers.get_header("WARC-Record-ID")
+            date = response.rec_headers.get_header("WARC-Date")
+        request = writer.create_warc_record(
+            "https://a.example/b", "request", http_headers=StatusAndHeaders("GET /b HTTP/1.1", [], is_http_request=True)
+        )
+        for number, refers in enumerate(({"WARC-Refers-To": ids["https://a.example/b"]}, {})):
+            http = StatusAndHeaders("304 Not Modified", [], protocol="HTTP/1.1")
+            headers = {
+                "WARC-Profile": "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
+                "WARC-Refers-To-Target-URI": "https://a.example/b",
+                "WARC-Refers-To-Date": date,
+                **refers,
+            }
+            revisit = writer.create_warc_record(
+                "https://a.example/b", "revisit", http_headers=http, warc_headers_dict=headers
+            )
+            if number == 0:
+                revisit.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
+                writer.write_record(request)
+            writer.write_record(revisit)
+            ids[f"revisit {number}"] = revisit.rec_headers.get_header("WARC-Record-ID")
+    return ids
+
+
+def test_a_crawlers_revisit_of_a_dropped_response_goes_with_it(tmp_path: Path) -> None:
+    """Issue 50, item 8: the revisits of /b, whose response is dropped as a copy of /a, are left out
+    with it (and the request of one), or with --keep-revisits point at /a as its revisit does."""
+    archive = tmp_path / "in.warc.gz"
+    ids = write_revisited(archive)
+    out = tmp_path / "out.warc.gz"
+    summary = ok("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert [header(r, "WARC-Record-ID") for _, _, r in records(out)] == [ids["https://a.example/a"]]
+    size = archive.stat().st_size
+    assert summary.startswith(
+        f"read 5 records ({size} bytes), 1 duplicate pages and 2 revisit records of them; wrote 1"
+    )
+    revisited = tmp_path / "revisits.warc.gz"
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    summary = ok("filter", "--db", db, "--workers", "0", "--keep-revisits", str(archive), str(revisited))
+    after = [r for _, _, r in records(revisited)]
+    assert [r.rec_type for r in after] == ["response", "revisit", "request", "revisit", "revisit"]
+    for revisit in (after[1], after[3], after[4]):
+        assert header(revisit, "WARC-Profile") == "urn:simhash-index:revisit:near-duplicate"
+        assert header(revisit, "WARC-Refers-To") == ids["https://a.example/a"]
+        assert header(revisit, "WARC-Refers-To-Target-URI") == "https://a.example/a"
+    assert header(after[3], "WARC-Concurrent-To") == header(after[2], "WARC-Record-ID")  # its request, kept
+    assert "wrote 5 records (3 revisits)" in summary

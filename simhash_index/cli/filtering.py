@@ -94,6 +94,9 @@ def filter_(
         scanned: list[list[Record]] = []
         counts: Counter[str] = Counter()
         copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
+        duplicates = sum(map(len, copies.values()))
+        for number, found in revisits_of_copies(scanned, copies).items():
+            copies.setdefault(number, {}).update(found)
         _check_unchanged(archives, before)
         written = _write_survivors(target, archives, scanned, copies, keep_revisits, kind, gzipped)
         _check_unchanged(archives, before)
@@ -101,8 +104,10 @@ def filter_(
     dates = f"; {unusable_dates(counts)}" if counts["unusable_date"] else ""
     read = sum(len(records) for records in scanned)
     size = sum(os.path.getsize(archive) for archive in archives)
+    stale = sum(map(len, copies.values())) - duplicates
+    of_them = f" and {stale} revisit records of them" if stale else ""
     click.echo(
-        f"read {read} records ({size} bytes), {sum(map(len, copies.values()))} duplicate pages; "
+        f"read {read} records ({size} bytes), {duplicates} duplicate pages{of_them}; "
         f"wrote {written['records']} records{revisits} ({written['bytes']} bytes){dates}",
         err=output.is_stdout(),
     )
@@ -218,13 +223,40 @@ def same_format(archives: Sequence[str]) -> tuple[str, bool]:
     return formats[0]
 
 
+def revisits_of_copies(
+    scanned: Sequence[Sequence[Record]], copies: dict[int, dict[int, tuple[dict[str, Any], Record | None]]]
+) -> dict[int, dict[int, tuple[dict[str, Any], Record | None]]]:
+    """The revisit records, in any of the archives, of a response that did not survive, each as
+    that response is in `copies` (a copy of the page that survived): a crawler's revisit names
+    the response it repeats by record id (WARC-Refers-To), else by its target URI and date."""
+    by_id: dict[str, tuple[dict[str, Any], Record | None]] = {}
+    by_capture: dict[tuple[str | None, str | None], tuple[dict[str, Any], Record | None]] = {}
+    for number, records in enumerate(scanned):
+        dropped = copies.get(number, {})
+        for record in records:
+            if record.offset in dropped and record.kind == "response":
+                if record.record_id:
+                    by_id[record.record_id] = dropped[record.offset]
+                by_capture[record.target, record.date] = dropped[record.offset]
+    found: dict[int, dict[int, tuple[dict[str, Any], Record | None]]] = {}
+    for number, records in enumerate(scanned):
+        for record in records:
+            if record.kind != "revisit":
+                continue
+            named = [by_id[link] for link in record.links if link in by_id]
+            fate = named[0] if named else by_capture.get(record.refers_to)
+            if fate is not None:
+                found.setdefault(number, {})[record.offset] = fate
+    return found
+
+
 def companions(records: Iterable[Record], dropped: dict[int, Any]) -> set[int]:
-    """The offsets of the request and metadata records of the dropped responses: linked to
-    one by record id (either way), or, when unlinked, with the target URI of a dropped
-    response and of no kept one."""
+    """The offsets of the request and metadata records of the dropped responses (and revisits):
+    linked to one by record id (either way), or, when unlinked, with the target URI of a
+    dropped response and of no kept one."""
     records = list(records)
     pages = [r for r in records if r.why_not_page is None]
-    gone = [r for r in pages if r.offset in dropped]
+    gone = [r for r in records if r.offset in dropped]
     gone_ids = {r.record_id for r in gone} | {link for r in gone for link in r.links}
     gone_targets = {r.target for r in gone} - {r.target for r in pages if r.offset not in dropped}
     found = set()

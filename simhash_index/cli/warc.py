@@ -48,6 +48,7 @@ class Record:
     why_not_page: str | None  # None: an HTML response, a page
     last_modified: str | None = None  # the HTTP Last-Modified header
     error: str | None = None  # why its framing is wrong (its Content-Length does not match its block)
+    refers_to: tuple[str | None, str | None] = (None, None)  # a revisit's WARC-Refers-To-Target-URI and -Date
 
 
 def archive_format(file: str) -> tuple[str, bool] | None:
@@ -184,6 +185,7 @@ def _record(record: Any, offset: int, length: int, reason: str | None, error: st
         why_not_page=reason,
         last_modified=record.http_headers.get_header("Last-Modified") if record.http_headers else None,
         error=error,
+        refers_to=(headers.get_header("WARC-Refers-To-Target-URI"), headers.get_header("WARC-Refers-To-Date")),
     )
 
 
