@@ -49,8 +49,9 @@ Decision = tuple[str, Signature, str | None]  # (key, signature, text to keep)
 
 class Deduplicator:
     """Pages analysed in `workers` processes and decided in batches against the index that
-    `open_index()` opens (called again to start anew when the index vanished); with
-    `open_index` None, pages are only analysed (a dry run decides them elsewhere)."""
+    `open_index()` opens (called again to start anew when the index vanished), and closes when
+    it closes unless `close_index` is False (the caller's index); with `open_index` None, pages
+    are only analysed (a dry run decides them elsewhere)."""
 
     def __init__(
         self,
@@ -62,6 +63,7 @@ class Deduplicator:
         batch_size: int = 64,
         linger: float = 0.0,
         on_index_lost: Callable[[], None] | None = None,
+        close_index: bool = True,
     ) -> None:
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0 (analyse here) or a number of worker processes; got {workers!r}")
@@ -78,6 +80,7 @@ class Deduplicator:
         self.stored_at_start = 0
         self._open_index = open_index
         self._on_index_lost = on_index_lost
+        self._close_index = close_index
         # a page's analysis waits on a worker here; two more threads for open, close and `call`
         self._threads = ThreadPoolExecutor(max(1, workers) + 2, thread_name_prefix="simhash")
         self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
@@ -140,7 +143,7 @@ class Deduplicator:
             self.pool = None
         stored = None
         index, self.index = self.index, None  # stops the probe
-        if index is not None:
+        if index is not None and self._close_index:
             with contextlib.suppress(SimhashIndexError):  # the count is for a summary; closing goes on
                 stored = len(index)
             index.close()

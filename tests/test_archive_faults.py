@@ -16,14 +16,15 @@ import zlib
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from commands import ok, run
 from sites import english_article, page
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
-from simhash_index.cli.framing import BrokenArchive
-from simhash_index.cli.warc import scan
+from simhash_index.archives.framing import BrokenArchive
+from simhash_index.archives.records import scan
 
 PAGES = 6
 
@@ -57,6 +58,16 @@ def with_content_length(path: Path, offsets: list[int], number: int, change: obj
     value = str(change).encode() if isinstance(change, str) else str(int(found.group(1)) + int(change)).encode()  # type: ignore[call-overload]
     record = record[: found.start(1)] + value + record[found.end(1) :]
     path.write_bytes(data[:start] + (gzip.compress(record) if compress else record) + data[end:])
+
+
+def import_traced(db: Path, archive: Path) -> tuple[Result, int]:
+    """`import` of the archive into a new SQLite index, and the most memory Python held meanwhile."""
+    tracemalloc.start()
+    try:
+        result = run("import", "--db", f"sqlite:///{db}", "--workers", "0", str(archive))
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def pages_in(db: str) -> int:
@@ -164,12 +175,7 @@ def test_a_header_line_without_end_is_read_no_further_than_the_header_limit(tmp_
     bad = gzip.compress(line, compresslevel=1) if compress else line + b"\r\n\r\n"
     data = archive.read_bytes()
     archive.write_bytes(data[: offsets[2]] + bad + data[offsets[2] :])
-    tracemalloc.start()
-    try:
-        result = run("import", "--db", f"sqlite:///{tmp_path / 'm.db'}", "--workers", "0", str(archive))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = import_traced(tmp_path / "m.db", archive)
     assert peak < 16_000_000, peak  # the line alone is 25 MB
     assert result.exit_code == 1 and result.stdout.startswith(f"kept {PAGES}, dropped 0, skipped 0 (no text), 1 bad")
     assert result.stderr == (
@@ -282,12 +288,7 @@ def test_a_gzip_bomb_is_read_no_further_than_the_page_limit(tmp_path: Path) -> N
 def assert_bomb_skipped(tmp_path: Path, archive: Path, offset: int, kept: int) -> None:
     """`import` reads the page at `offset`, of 100 MB, no further than the page limit: a warning,
     the page skipped, the memory bounded."""
-    tracemalloc.start()
-    try:
-        result = run("import", "--db", f"sqlite:///{tmp_path / 'b.db'}", "--workers", "0", str(archive))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = import_traced(tmp_path / "b.db", archive)
     assert peak < 80_000_000  # reading the whole page took 200 MB and more
     assert result.exit_code == 0 and result.stdout == f"kept {kept}, dropped 0, skipped 1 (no text)\n"
     assert result.stderr == (

@@ -21,9 +21,10 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
-from simhash_index.cli.survivors import Fates, SameUrl, copy_match
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.index.records import Match
+from simhash_index.runs import Dropped, Fates, Kept, Page, Skipped
+from simhash_index.runs.survivors import SameUrl, copy_match
 
 WEEKS = {"w1": "2024-01-01T10:00:00Z", "w2": "2024-01-08T10:00:00Z", "w3": "2024-01-15T10:00:00Z"}
 A, B, C = "https://news.example/a", "https://news.example/b", "https://news.example/c"
@@ -246,24 +247,38 @@ def test_same_url_copies_follow_the_policy() -> None:
 
 
 def test_fates_follow_supersession_to_the_end() -> None:
-    fates = Fates()
-    rows = [
-        {"url": "a", "outcome": "kept"},
-        {"url": "b", "outcome": "dropped", "duplicate_of": "a", "distance": 2},
-        {"url": "c", "outcome": "kept", "supersedes": "a", "distance": 1},
-        {"url": "a", "outcome": "kept"},  # stored again, apart
-        {"url": "x", "outcome": "dropped", "duplicate_of": "old", "distance": 0, "exact": True},
-        {"url": "d", "outcome": "skipped"},
-        {"url": "c", "outcome": "kept", "supersedes": "c", "distance": 0},
+    pages = [Page(f"line {n}", url, 0) for n, url in enumerate(["a", "b", "c", "a", "x", "d", "c"])]
+    outcomes = [
+        Kept(pages[0]),
+        Dropped(pages[1], Match("a", None, 2)),
+        Kept(pages[2], Match("a", None, 1, superseded="longer")),
+        Kept(pages[3]),  # stored again, apart
+        Dropped(pages[4], Match("old", None, 0, exact=True)),
+        Skipped(pages[5]),
+        Kept(pages[6], Match("c", None, 0, superseded="longer")),
     ]
-    for position, row in enumerate(rows):
-        fates.add(position, row)
+    fates = Fates()
+    for outcome in outcomes:
+        if isinstance(outcome, (Kept, Dropped)):
+            fates.add(outcome)
     copies = fates.copies()
-    assert sorted(copies) == [0, 1, 2, 4]
-    assert (copies[0].duplicate_of, copies[0].survivor, copies[0].distance) == ("c", 6, 1)
-    assert (copies[1].duplicate_of, copies[1].survivor, copies[1].distance) == ("c", 6, 2)
-    assert (copies[2].duplicate_of, copies[2].survivor) == ("c", 6)
-    assert (copies[4].duplicate_of, copies[4].survivor, copies[4].exact) == ("old", None, True)
+    assert set(copies) == {pages[0], pages[1], pages[2], pages[4]}
+    assert (copies[pages[0]].duplicate_of, copies[pages[0]].survivor, copies[pages[0]].evidence.distance) == (
+        "c",
+        pages[6],
+        1,
+    )
+    assert (copies[pages[1]].duplicate_of, copies[pages[1]].survivor, copies[pages[1]].evidence.distance) == (
+        "c",
+        pages[6],
+        2,
+    )
+    assert (copies[pages[2]].duplicate_of, copies[pages[2]].survivor) == ("c", pages[6])
+    assert (copies[pages[4]].duplicate_of, copies[pages[4]].survivor, copies[pages[4]].evidence.exact) == (
+        "old",
+        None,
+        True,
+    )
 
 
 def test_a_corpus_lines_last_modified_decides_newest(tmp_path: Path) -> None:

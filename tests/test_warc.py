@@ -22,8 +22,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
-from simhash_index.cli.filtering import companions
-from simhash_index.cli.warc import Record
+from simhash_index.archives.copying import companions
+from simhash_index.archives.records import Record
 
 
 def records(path: Path) -> list[tuple[int, bytes, object]]:

@@ -1,15 +1,12 @@
-"""What the command line reads: dates, page files, JSON lines corpora, and the
-fingerprint settings of a database; plus its progress bar."""
+"""What the command line reads: dates, page files and the fingerprint settings of a database;
+plus its progress bar."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,14 +14,9 @@ from typing import Any
 import click
 
 from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, NoFeaturesError
-from ..fingerprinting.pages import PageJob
-from ..text.dates import http_date, iso_date
-from ..text.extract import decode, extract_text, looks_binary
+from ..text.dates import iso_date
+from ..text.extract import decode, extract_text, looks_binary, looks_like_html
 from . import formats
-
-HTML_SUFFIXES = (".html", ".htm", ".xhtml")
-_HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
-_SNIFF_CHARS = 100_000
 
 
 class IsoDateTime(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
@@ -75,14 +67,6 @@ def _weights_of(scheme: str) -> str | None:
     return found.group(1) if found else None
 
 
-def looks_like_html(name: str, content: str) -> bool:
-    """HTML by extension, or by content: starts with '<' and has an html, body or p tag."""
-    if name.lower().endswith(HTML_SUFFIXES):
-        return True
-    head = content[:_SNIFF_CHARS]
-    return head.lstrip().startswith("<") and _HTML_TAG.search(head) is not None
-
-
 def read_page(path: str, kind: str = "auto") -> str:
     """The text of a file ('-' for stdin): HTML has its main text extracted, as the pipeline does;
     a binary file is refused."""
@@ -119,60 +103,3 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
     with Progress(console=Console(file=sys.stderr), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
-
-
-@dataclass(frozen=True)
-class CorpusLine:
-    """One line of a JSON lines corpus (or a page of an archive): where it is, and its url and
-    page, or why it is unusable."""
-
-    where: str
-    url: str = ""
-    job: PageJob | None = None  # None: neither a text nor an HTML to read
-    error: str | None = None
-    modified: datetime | None = None  # its Last-Modified, or an archive's capture date: for --prefer newest
-    unusable_date: str | None = None  # the date given that could not be used (taken as none), and where
-    warning: str | None = None  # why the page is skipped unread (over the page limit)
-    fatal: bool = False  # the error ends the input (an archive cut short)
-
-
-def read_corpus(file: str) -> Iterator[CorpusLine]:
-    """Each non-blank line of a JSON lines corpus, with a progress bar; a line that is not
-    an object with a "url" and a "text" or "html" string carries an error instead."""
-    stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))  # noqa: SIM115 - closed with the command
-    try:
-        total = os.fstat(stream.fileno()).st_size if file != "-" else None
-    except (OSError, ValueError):
-        total = None
-    with progress(total, "importing") as advance:
-        for number, line in enumerate(stream, 1):
-            advance(len(line))
-            if line.strip():
-                yield corpus_line(line, f"{file} line {number}")
-
-
-def corpus_line(line: bytes, where: str) -> CorpusLine:
-    """A corpus line read: the text as the pipeline takes it, "text" if not blank, else "html"."""
-    try:
-        page = json.loads(line)
-    except ValueError as exc:
-        return CorpusLine(where, error=f"not JSON ({exc})")
-    if not isinstance(page, dict) or not isinstance(page.get("url"), str) or not page["url"]:
-        return CorpusLine(where, error='not an object with a "url" string')
-    text, html = page.get("text"), page.get("html")
-    if not isinstance(text, str) and not isinstance(html, str):
-        return CorpusLine(where, error='needs a "text" or "html" string')
-    given = page.get("last_modified")
-    modified = http_date(given)  # as the pipeline reads an item's
-    unusable = unusable_date("last_modified", given) if given and modified is None else None
-    if isinstance(text, str) and text.strip():
-        job: PageJob | None = PageJob(text, is_html=False)
-    else:
-        job = PageJob(html) if isinstance(html, str) else None
-    return CorpusLine(where, page["url"], job, modified=modified, unusable_date=unusable)
-
-
-def unusable_date(name: str, value: object) -> str:
-    """A date given but unusable, as a warning names it: the field and its value, escaped and cut short."""
-    shown = formats.visible(str(value)[:60]) + ("..." if len(str(value)) > 60 else "")
-    return f"its {name} '{shown}' is not a date within years 1 to 9999 UTC"

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .formats import Row, bar, write_json, write_objects, write_rows, write_table
+from ..runs import Dropped, Kept, PageOutcome, Skipped
+from .formats import bar, write_json, write_objects, write_rows, write_table
 
 if TYPE_CHECKING:
     from ..index.base import Cluster, Description
@@ -65,28 +66,33 @@ def bits_alike(distance: int, bits: int = 64) -> float:
 DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity", "supersedes")
 
 
-def dropped_row(url: str, match: Match) -> dict[str, Any]:
-    """A page an import would drop: the page it duplicates, and the evidence."""
+def write_dry_run(pages: Iterable[PageOutcome], fmt: str, out: TextIO) -> None:
+    """What an import would do, a row per page: kept (and the stored copy it supersedes), dropped
+    (of what, how near), skipped, refused."""
+    write_rows((dry_run_row(page) for page in pages), DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
+
+
+def dry_run_row(outcome: PageOutcome) -> dict[str, Any]:
+    url = outcome.page.url
+    if isinstance(outcome, Dropped):
+        return evidence_row(url, "dropped", outcome.match.key, outcome.match)
+    if isinstance(outcome, Kept):
+        row = {"url": url, "outcome": "kept", "supersedes": outcome.supersedes}
+        return row if outcome.match is None else {**evidence_row(url, "kept", None, outcome.match), **row}
+    return {"url": url, "outcome": "skipped" if isinstance(outcome, Skipped) else "refused"}
+
+
+def evidence_row(url: str, outcome: str, duplicate_of: str | None, match: Match) -> dict[str, Any]:
+    """A page's row with the evidence of a decision between it and a near page."""
     similarity = None if match.similarity is None else round(match.similarity, 2)
     return {
         "url": url,
-        "outcome": "dropped",
-        "duplicate_of": match.key,
+        "outcome": outcome,
+        "duplicate_of": duplicate_of,
         "distance": match.distance,
         "exact": match.exact,
         "similarity": similarity,
     }
-
-
-def superseding_row(url: str, match: Match) -> dict[str, Any]:
-    """A page an import keeps in place of the stored copy it duplicates (--prefer), and the evidence."""
-    return {**dropped_row(url, match), "outcome": "kept", "duplicate_of": None, "supersedes": match.key}
-
-
-def write_dry_run(rows: Iterable[Row], fmt: str, out: TextIO) -> None:
-    """What an import would do, a row per page: kept (and the stored copy it supersedes), dropped
-    (of what, how near), skipped, refused."""
-    write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 
 def hex_or_none(fingerprint: int | None) -> str | None:

@@ -83,3 +83,11 @@ def iso_date(value: str | None) -> datetime | None:
         return utc(datetime.fromisoformat(text))
     except ValueError:
         return None
+
+
+def unusable_date(name: str, value: object) -> str:
+    """A date given but unusable (unreadable, or outside UTC's calendar), as a warning names it:
+    the field and its value, cut short."""
+    text = str(value)
+    shown = text[:60] + ("..." if len(text) > 60 else "")
+    return f"its {name} '{shown}' is not a date within years 1 to 9999 UTC"

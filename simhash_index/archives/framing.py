@@ -14,6 +14,10 @@ one. Each record here is checked once read to its end:
   or, in a plain archive, the next line that starts a record.
 - corrupt: a gzip member whose data cannot be inflated comes as a record with `error` set, and
   reading starts again at the next gzip member whose data begins with a record.
+
+This leans on warcio's internals (the iterator's `reader`, `offset`, `next_line`, `err_count`
+and `read_to_end`, the reader's `_decompress`, `decompressor` and `rem_length`, a LimitReader's
+`limit`): pyproject.toml bounds warcio to the versions the tests passed with.
 """
 
 from __future__ import annotations
