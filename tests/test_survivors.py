@@ -11,6 +11,7 @@ import random
 import resource
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -194,6 +195,34 @@ def test_a_dry_run_supersedes_as_the_import_would(weeks: list[Path], tmp_path: P
     assert rows[MIRROR]["outcome"] == "kept" and rows[MIRROR]["supersedes"] == D  # longer than D
 
 
+@pytest.mark.parametrize("prefer", list(EXPECTED))
+def test_a_dry_run_lists_what_the_real_run_does(weeks: list[Path], tmp_path: Path, prefer: str) -> None:
+    """Issue 51, item 1: the dry run's counts are the real run's, and each row's outcome is what the
+    index holds after the real run: a page kept then superseded (a later capture of its URL, or a
+    preferred copy read after it) is listed as superseded, a page dropped as a copy of the page that
+    survived it."""
+    db = f"sqlite:///{tmp_path / 'same.db'}"
+    options = ("--db", db, "--workers", "0", "--prefer", prefer, *map(str, weeks))
+    dry = run("import", "--dry-run", *options)
+    assert dry.exit_code == 0, dry.output
+    summary = ok("import", *options)
+    assert dry.stderr == f"dry run, nothing written: {summary}"
+    rows = [json.loads(line) for line in dry.stdout.splitlines()]
+    outcomes = Counter(row["outcome"] for row in rows)
+    assert summary.startswith(f"kept {outcomes['kept']}, dropped {outcomes['dropped']}")
+    assert (
+        f"superseded {outcomes['superseded']}," in summary if outcomes["superseded"] else "superseded " not in summary
+    )
+    assert (outcomes["superseded"] > 0) is (prefer != "first") and outcomes["kept"] == len(EXPECTED[prefer])
+    kept = [row["url"] for row in rows if row["outcome"] == "kept"]
+    last = {row["url"]: row for row in rows}
+    with SimhashIndex(db) as index:
+        assert sorted(kept) == sorted(url for url in last if index.get(url) is not None)  # one kept row a page stored
+        for url, row in last.items():
+            if url not in kept:
+                assert index.duplicate(url).duplicate_of == row["duplicate_of"], row  # type: ignore[union-attr]
+
+
 def test_archives_of_different_kinds_are_refused(weeks: list[Path], tmp_path: Path) -> None:
     plain = tmp_path / "plain.warc"
     with plain.open("wb") as stream:
@@ -293,8 +322,8 @@ def test_a_corpus_lines_last_modified_decides_newest(tmp_path: Path) -> None:
     result = run("import", "--db", f"sqlite:///{tmp_path / 'j.db'}", "--prefer", "newest", "--dry-run", str(corpus))
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(row["outcome"], row["duplicate_of"], row["supersedes"]) for row in rows] == [
-        ("kept", None, None),
-        ("dropped", "https://example.com/new", None),  # older than the copy stored
+        ("superseded", "https://example.com/newer", None),  # kept, until the newer copy came
+        ("dropped", "https://example.com/newer", None),  # older than the copy stored; its log follows it
         ("kept", None, "https://example.com/new"),
     ]
 

@@ -12,7 +12,7 @@ from .. import defaults
 from ..archives.records import is_archive
 from ..index.prefer import Prefer
 from ..index.sql.layouts import ASSIGNMENTS, LAYOUTS
-from ..runs import BadInput, Outcome, Truncated, deduplicate_inputs
+from ..runs import BadInput, Dropped, Fates, Kept, Outcome, PageOutcome, Truncated, deduplicate_inputs
 from . import listings
 from .group import FILE_OR_STDIN, db_option, format_option, output_format
 from .inputs import progress
@@ -63,7 +63,8 @@ def import_(
     against the database and the pages kept before them; a URL met again in the run is
     another copy of the same page. --prefer chooses which copy survives; a preferred
     page supersedes the stored copy. --dry-run reads the database but writes nothing, and
-    lists each page (--format) with what the import would do; the counts go to stderr.
+    lists each page (--format) with what the import does to it by its end (a page kept,
+    then superseded by one read after it, is listed as superseded); the counts go to stderr.
     A bad line (an archive's record whose Content-Length does not match it) is
     reported with its number (offset) and skipped, and the import exits 1 at the
     end (--strict stops at the first). An archive cut short is an error after
@@ -99,6 +100,17 @@ def import_(
 
 
 def _list(outcomes: Iterable[Outcome], fmt: str) -> None:
-    """The dry run's listing: each page's outcome as it is decided, in input order."""
-    pages = (outcome for outcome in outcomes if not isinstance(outcome, (BadInput, Truncated)))
-    listings.write_dry_run(pages, fmt, sys.stdout)
+    """The dry run's listing: each page's outcome at the end of the run (Fates), in input order;
+    the rows wait for the end, as a page kept may be superseded by a page read after it."""
+    pages: list[PageOutcome] = []
+    fates = Fates()
+    try:
+        for outcome in outcomes:
+            if isinstance(outcome, (Kept, Dropped)):
+                fates.add(outcome)
+            if not isinstance(outcome, (BadInput, Truncated)):
+                pages.append(outcome)
+    except click.ClickException:  # a run ended by a bad line: the pages decided before it
+        listings.write_dry_run(pages, fates.copies(), fmt, sys.stdout)
+        raise
+    listings.write_dry_run(pages, fates.copies(), fmt, sys.stdout)

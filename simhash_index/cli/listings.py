@@ -3,10 +3,10 @@ stats, an import's dry run), written in any of the output formats."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..runs import Dropped, Kept, PageOutcome, Skipped
+from ..runs import Copy, Dropped, Kept, Page, PageOutcome, Skipped
 from .formats import bar, write_json, write_objects, write_rows, write_table
 
 if TYPE_CHECKING:
@@ -66,20 +66,26 @@ def bits_alike(distance: int, bits: int = 64) -> float:
 DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity", "supersedes")
 
 
-def write_dry_run(pages: Iterable[PageOutcome], fmt: str, out: TextIO) -> None:
-    """What an import would do, a row per page: kept (and the stored copy it supersedes), dropped
-    (of what, how near), skipped, refused."""
-    write_rows((dry_run_row(page) for page in pages), DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
+def write_dry_run(pages: Iterable[PageOutcome], copies: Mapping[Page, Copy], fmt: str, out: TextIO) -> None:
+    """What an import does, a row per page, as it stands at the run's end (`copies`: the pages that
+    did not survive it): kept (and the stored copy it supersedes), superseded (kept, then superseded
+    by a page read after it) or dropped (the page it is a copy of at the end, and the evidence),
+    skipped, refused."""
+    rows = (dry_run_row(page, copies) for page in pages)
+    write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 
-def dry_run_row(outcome: PageOutcome) -> dict[str, Any]:
-    url = outcome.page.url
+def dry_run_row(outcome: PageOutcome, copies: Mapping[Page, Copy]) -> dict[str, Any]:
+    page = outcome.page
+    copy = copies.get(page)
     if isinstance(outcome, Dropped):
-        return evidence_row(url, "dropped", outcome.match.key, outcome.match)
+        return evidence_row(page.url, "dropped", copy.duplicate_of if copy else outcome.match.key, outcome.match)
     if isinstance(outcome, Kept):
-        row = {"url": url, "outcome": "kept", "supersedes": outcome.supersedes}
-        return row if outcome.match is None else {**evidence_row(url, "kept", None, outcome.match), **row}
-    return {"url": url, "outcome": "skipped" if isinstance(outcome, Skipped) else "refused"}
+        row = {"url": page.url, "outcome": "kept", "supersedes": outcome.supersedes}
+        if copy is not None:
+            return {**evidence_row(page.url, "", copy.duplicate_of, copy.evidence), **row, "outcome": "superseded"}
+        return row if outcome.match is None else {**evidence_row(page.url, "kept", None, outcome.match), **row}
+    return {"url": page.url, "outcome": "skipped" if isinstance(outcome, Skipped) else "refused"}
 
 
 def evidence_row(url: str, outcome: str, duplicate_of: str | None, match: Match) -> dict[str, Any]:

@@ -110,16 +110,20 @@ def told(outcomes: Iterable[Outcome], *, after: str = "") -> Iterator[Outcome]:
 
 
 def summary(counts: Counts, files: Iterable[str], prefer: Prefer) -> str:
-    """The run's counts on one line: each page in one of kept, dropped, skipped and refused; then
-    the bad lines (records, when every file is an archive), the kept pages that superseded a
-    stored copy, the dates not usable, and an archive's records that are not pages, by why."""
-    line = f"kept {counts.kept}, dropped {counts.dropped}, skipped {counts.skipped} (no text)"
+    """The run's counts on one line: each page in one of kept, dropped, superseded (kept, then
+    superseded by a page read after it), skipped and refused; then the bad lines (records, when
+    every file is an archive), the pages that superseded a stored copy, the dates not usable, and
+    an archive's records that are not pages, by why."""
+    line = f"kept {counts.kept}, dropped {counts.dropped}"
+    if counts.superseded:
+        line += f", superseded {counts.superseded}"
+    line += f", skipped {counts.skipped} (no text)"
     if counts.refused:
         line += f", refused {counts.refused} (unusable url)"
     if counts.bad:
         line += f", {counts.bad} bad {'records' if all(map(is_archive, files)) else 'lines'} skipped"
     if counts.supersedings:
-        line += f"; {counts.supersedings} kept pages superseded a stored copy (--prefer {prefer})"
+        line += f"; {counts.supersedings} pages superseded a stored copy (--prefer {prefer})"
     if counts.unusable_dates:
         line += f"; {unusable_dates(counts)}"
     if counts.not_pages:

@@ -97,10 +97,13 @@ def decided(page: Page, answer: Match | None) -> Kept | Dropped:
 
 @dataclass
 class Counts:
-    """What a run did, page by page, as decided: every page read is counted once, in kept,
-    dropped, skipped or refused; `supersedings`: the kept pages that took a stored copy's place."""
+    """What a run did, page by page: every page read is counted once, in kept (stored at the end),
+    superseded (kept when decided, then superseded by a page read after it in the same run),
+    dropped, skipped or refused; `supersedings`: the pages that took a stored copy's place when
+    decided."""
 
     kept: int = 0
+    superseded: int = 0
     dropped: int = 0
     skipped: int = 0
     refused: int = 0

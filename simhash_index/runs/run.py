@@ -6,7 +6,7 @@ against an index in batches (the dedup core, dedup.py).
         run = deduplicate_inputs(index, ["week1.warc.gz", "week2.warc.gz"], prefer="newest")
         for outcome in run:  # Kept, Dropped, Skipped, Refused, BadInput, Truncated: as decided
             ...
-        print(run.counts)
+        print(run.counts)  # a page kept, then superseded by one read after it: superseded
 
 A page can be a duplicate of any page before it; a URL met again in the run is another copy of
 the same page, which the policy keeps in place of the copy stored or drops (survivors.SameUrl).
@@ -109,6 +109,7 @@ class Run:
         self.progress = progress
         self.counts = Counts()
         self.records: list[list[Record]] = []  # each input's, in order (keep_records)
+        self._kept: set[str] = set()  # the keys this run stored and still stores
         self._started = False
 
     def __iter__(self) -> Iterator[Outcome]:
@@ -197,8 +198,15 @@ class Run:
     def _count(self, outcome: Outcome) -> None:
         counts = self.counts
         if isinstance(outcome, Kept):
+            gone = outcome.supersedes
+            if gone is not None:
+                counts.supersedings += 1
+                if gone in self._kept:  # a page of this run, kept until now
+                    self._kept.discard(gone)
+                    counts.kept -= 1
+                    counts.superseded += 1
+            self._kept.add(outcome.page.url)
             counts.kept += 1
-            counts.supersedings += outcome.supersedes is not None
         elif isinstance(outcome, Dropped):
             counts.dropped += 1
         elif isinstance(outcome, Skipped):
