@@ -85,6 +85,7 @@ class Deduplicator:
         self._threads = ThreadPoolExecutor(max(1, workers) + 2, thread_name_prefix="simhash")
         self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
         self._opened = False
+        self._stopping = False  # close(now=True) began: analyse no more pages
 
     @property
     def ready(self) -> bool:
@@ -120,6 +121,7 @@ class Deduplicator:
         decided (their futures are cancelled) and busy workers are killed: it returns as soon
         as the batch being decided is committed or rolled back. The future's result: the pages
         the index held at the end (None when it could not say, or was never opened)."""
+        self._stopping = self._stopping or now
         closed: Future[int | None] = Future()
 
         def run() -> None:
@@ -165,10 +167,18 @@ class Deduplicator:
         return self._analyse_chunk([job])[0]
 
     def _analyse_chunk(self, jobs: list[PageJob]) -> list[Page]:
-        if self.pool is None:
-            return [analyse(self.setup, job) for job in jobs]
-        pages: list[Page] = self.pool.run(jobs, weight=len(jobs))
+        pool = self.pool
+        if pool is None:
+            if self.workers or self._stopping:  # closed (or closing now): the pages queued are not analysed
+                raise RuntimeError("the deduplicator is closed: its pages are not analysed")
+            return [self._analyse_here(job) for job in jobs]
+        pages: list[Page] = pool.run(jobs, weight=len(jobs))
         return [with_given_text(job, page) for job, page in zip(jobs, pages)]
+
+    def _analyse_here(self, job: PageJob) -> Page:
+        if self._stopping:
+            raise RuntimeError("the deduplicator is closed: its pages are not analysed")
+        return analyse(self.setup, job)
 
     def _analyse_apart(self, jobs: list[PageJob]) -> list[Page]:
         """A chunk analysed in one round trip; when its worker crashed or ran over the timeout,
