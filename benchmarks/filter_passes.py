@@ -90,14 +90,14 @@ TIMED = """
 import sys, time
 from simhash_index.cli import filtering, main
 began, marks = time.perf_counter(), {}
-decide = filtering._copies
-def timed(*args, **options):
+decide, write = filtering.deduplicate_inputs, filtering.write_survivors
+def deciding(*args, **options):
     marks["decide"] = time.perf_counter()
-    try:
-        return decide(*args, **options)
-    finally:
-        marks["write"] = time.perf_counter()
-filtering._copies = timed
+    return decide(*args, **options)
+def writing(*args, **options):
+    marks["write"] = time.perf_counter()
+    return write(*args, **options)
+filtering.deduplicate_inputs, filtering.write_survivors = deciding, writing
 try:
     main()
 finally:

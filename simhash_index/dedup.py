@@ -49,8 +49,9 @@ Decision = tuple[str, Signature, str | None]  # (key, signature, text to keep)
 
 class Deduplicator:
     """Pages analysed in `workers` processes and decided in batches against the index that
-    `open_index()` opens (called again to start anew when the index vanished); with
-    `open_index` None, pages are only analysed (a dry run decides them elsewhere)."""
+    `open_index()` opens (called again to start anew when the index vanished), and closes when
+    it closes unless `close_index` is False (the caller's index); with `open_index` None, pages
+    are only analysed (a dry run decides them elsewhere)."""
 
     def __init__(
         self,
@@ -62,6 +63,7 @@ class Deduplicator:
         batch_size: int = 64,
         linger: float = 0.0,
         on_index_lost: Callable[[], None] | None = None,
+        close_index: bool = True,
     ) -> None:
         if not isinstance(workers, int) or workers < 0:
             raise ValueError(f"workers must be 0 (analyse here) or a number of worker processes; got {workers!r}")
@@ -78,10 +80,12 @@ class Deduplicator:
         self.stored_at_start = 0
         self._open_index = open_index
         self._on_index_lost = on_index_lost
+        self._close_index = close_index
         # a page's analysis waits on a worker here; two more threads for open, close and `call`
         self._threads = ThreadPoolExecutor(max(1, workers) + 2, thread_name_prefix="simhash")
         self._outage: str | None = None  # why the index is taken to be down, until a probe reaches it
         self._opened = False
+        self._stopping = False  # close(now=True) began: analyse no more pages
 
     @property
     def ready(self) -> bool:
@@ -117,6 +121,7 @@ class Deduplicator:
         decided (their futures are cancelled) and busy workers are killed: it returns as soon
         as the batch being decided is committed or rolled back. The future's result: the pages
         the index held at the end (None when it could not say, or was never opened)."""
+        self._stopping = self._stopping or now
         closed: Future[int | None] = Future()
 
         def run() -> None:
@@ -140,7 +145,7 @@ class Deduplicator:
             self.pool = None
         stored = None
         index, self.index = self.index, None  # stops the probe
-        if index is not None:
+        if index is not None and self._close_index:
             with contextlib.suppress(SimhashIndexError):  # the count is for a summary; closing goes on
                 stored = len(index)
             index.close()
@@ -162,10 +167,18 @@ class Deduplicator:
         return self._analyse_chunk([job])[0]
 
     def _analyse_chunk(self, jobs: list[PageJob]) -> list[Page]:
-        if self.pool is None:
-            return [analyse(self.setup, job) for job in jobs]
-        pages: list[Page] = self.pool.run(jobs, weight=len(jobs))
+        pool = self.pool
+        if pool is None:
+            if self.workers or self._stopping:  # closed (or closing now): the pages queued are not analysed
+                raise RuntimeError("the deduplicator is closed: its pages are not analysed")
+            return [self._analyse_here(job) for job in jobs]
+        pages: list[Page] = pool.run(jobs, weight=len(jobs))
         return [with_given_text(job, page) for job, page in zip(jobs, pages)]
+
+    def _analyse_here(self, job: PageJob) -> Page:
+        if self._stopping:
+            raise RuntimeError("the deduplicator is closed: its pages are not analysed")
+        return analyse(self.setup, job)
 
     def _analyse_apart(self, jobs: list[PageJob]) -> list[Page]:
         """A chunk analysed in one round trip; when its worker crashed or ran over the timeout,

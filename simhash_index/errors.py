@@ -30,6 +30,11 @@ class LayoutMismatchError(SimhashIndexError):
     """The database's table has another layout than the one asked for."""
 
 
+class ArchiveError(SimhashIndexError):
+    """A web archive cannot be read or written as asked (warcio missing, archives of different
+    kinds, one that changed while it was read)."""
+
+
 class MissingDependencyError(IndexUnavailableError, ImportError):
     """The database's driver is not installed: the message names the extra to install."""
 

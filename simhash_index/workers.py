@@ -102,7 +102,7 @@ class _Worker:
 
     def stop(self, *, kill: bool = False) -> int | None:
         """End the process (at once when `kill`, else after its job); its exit code."""
-        if not kill:
+        if not kill and self.process.poll() is None:  # a dead worker's pipe would raise SIGPIPE
             try:
                 self.send.send(_STOP)
             except OSError:
@@ -160,6 +160,7 @@ class WorkerPool:
         self._all: set[_Worker] = set()
         self._guard = threading.Lock()
         self._closed = False
+        self._killed = False  # closed with kill: a worker released after is killed too
         starting = [self._start() for _ in range(size)]  # side by side; a setup that cannot load fails here
         try:
             for worker in starting:
@@ -200,8 +201,8 @@ class WorkerPool:
         return exit_code
 
     def _release(self, worker: _Worker) -> None:
-        if self._closed:
-            self._retire(worker, kill=False)
+        if self._closed:  # after close(kill=True) its worker may be dead: telling it to stop would raise SIGPIPE
+            self._retire(worker, kill=self._killed)
             self._remove_dumps()
         else:
             self._idle.put(worker)
@@ -272,6 +273,7 @@ class WorkerPool:
         """Stop the workers: idle ones now, busy ones when their job ends, or at once with
         `kill` (an interrupt: their jobs raise WorkerCrashed). Callers waiting for a worker,
         and those after, get RuntimeError."""
+        self._killed = self._killed or kill
         self._closed = True
         while True:
             try:

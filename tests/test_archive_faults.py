@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import random
 import re
+import threading
 import tracemalloc
 import zlib
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from commands import ok, run
 from sites import english_article, page
-from test_cli import ok, run
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
-from simhash_index.cli.framing import BrokenArchive
-from simhash_index.cli.warc import scan
+from simhash_index.archives.framing import BrokenArchive
+from simhash_index.archives.records import scan
 
 PAGES = 6
 
@@ -54,6 +58,16 @@ def with_content_length(path: Path, offsets: list[int], number: int, change: obj
     value = str(change).encode() if isinstance(change, str) else str(int(found.group(1)) + int(change)).encode()  # type: ignore[call-overload]
     record = record[: found.start(1)] + value + record[found.end(1) :]
     path.write_bytes(data[:start] + (gzip.compress(record) if compress else record) + data[end:])
+
+
+def import_traced(db: Path, archive: Path) -> tuple[Result, int]:
+    """`import` of the archive into a new SQLite index, and the most memory Python held meanwhile."""
+    tracemalloc.start()
+    try:
+        result = run("import", "--db", f"sqlite:///{db}", "--workers", "0", str(archive))
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def pages_in(db: str) -> int:
@@ -146,6 +160,73 @@ def assert_one_bad_record(tmp_path: Path, archive: Path, offset: int, error: str
     assert "Traceback" not in result.output + filtered.output
 
 
+# -- a header line without end ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_a_header_line_without_end_is_read_no_further_than_the_header_limit(tmp_path: Path, compress: bool) -> None:
+    """A record whose WARC-Target-URI runs on for 24 MiB (in a gzip member of its own, or up to
+    the blank line before the next record) is one bad record, read no further than 1 MiB at a
+    time (issue 50, item 5: a 1.5 GiB line was read whole, minutes and gigabytes)."""
+    archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    offsets = write_pages(archive, compress=compress)
+    head = b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: https://example.com/"
+    line = head + b"a" * (24 << 20)
+    bad = gzip.compress(line, compresslevel=1) if compress else line + b"\r\n\r\n"
+    data = archive.read_bytes()
+    archive.write_bytes(data[: offsets[2]] + bad + data[offsets[2] :])
+    result, peak = import_traced(tmp_path / "m.db", archive)
+    assert peak < 16_000_000, peak  # the line alone is 25 MB
+    assert result.exit_code == 1 and result.stdout.startswith(f"kept {PAGES}, dropped 0, skipped 0 (no text), 1 bad")
+    assert result.stderr == (
+        f"Error: {archive} record at byte {offsets[2]}: its headers run past 1,048,576 bytes without ending; skipped\n"
+    )
+    out = tmp_path / f"out{''.join(archive.suffixes)}"
+    filtered = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert filtered.exit_code == 1 and "its headers run past 1,048,576 bytes" in filtered.stderr
+    assert out.read_bytes() == archive.read_bytes()  # every record copied, the bad one too
+
+
+# -- cut while filter copies it ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
+def test_an_archive_cut_while_filter_copies_it_is_an_error(tmp_path: Path, compress: bool) -> None:
+    """OUT is a FIFO, so that the second pass waits for its reader: the reader takes the first
+    byte, cuts the archive in its last pages, then reads on (issue 50, item 7: a short OUT, exit 0;
+    gzipped, the wrong error)."""
+    archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
+    with archive.open("wb") as stream:  # a large record first: OUT's reader holds the copy up in it
+        writer = WARCWriter(stream, gzip=compress)
+        blob = random.Random(7).randbytes(3 << 20)
+        writer.write_record(
+            writer.create_warc_record("https://e.example/v", "resource", payload=io.BytesIO(blob), length=len(blob))
+        )
+    pages = tmp_path / "pages.warc"
+    offsets = write_pages(pages, compress=compress)
+    start = archive.stat().st_size
+    with archive.open("ab") as stream:
+        stream.write(pages.read_bytes())
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    received: list[int] = []
+
+    def read_and_cut() -> None:
+        with fifo.open("rb") as out:
+            first = out.read(1)  # the second pass has begun
+            os.truncate(archive, start + (offsets[3] + offsets[4]) // 2)
+            received.append(len(first + out.read()))
+
+    reader = threading.Thread(target=read_and_cut, daemon=True)
+    reader.start()
+    result = run("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(fifo))
+    reader.join(timeout=60)
+    assert result.exit_code == 1
+    changed = f"its record at byte {start + offsets[3]} is not what it was"
+    assert result.stderr == f"Error: {archive} changed while it was read ({changed}): is it being written to?\n"
+    assert received and received[0] < start + offsets[4]  # nothing past the cut
+
+
 # -- corrupt gzip data ----------------------------------------------------------------
 
 
@@ -207,12 +288,7 @@ def test_a_gzip_bomb_is_read_no_further_than_the_page_limit(tmp_path: Path) -> N
 def assert_bomb_skipped(tmp_path: Path, archive: Path, offset: int, kept: int) -> None:
     """`import` reads the page at `offset`, of 100 MB, no further than the page limit: a warning,
     the page skipped, the memory bounded."""
-    tracemalloc.start()
-    try:
-        result = run("import", "--db", f"sqlite:///{tmp_path / 'b.db'}", "--workers", "0", str(archive))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    result, peak = import_traced(tmp_path / "b.db", archive)
     assert peak < 80_000_000  # reading the whole page took 200 MB and more
     assert result.exit_code == 0 and result.stdout == f"kept {kept}, dropped 0, skipped 1 (no text)\n"
     assert result.stderr == (

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy
-from click.testing import CliRunner
+from commands import ok, run
 from conftest import without_layout
 
 from simhash_index import IndexNotFoundError, SimhashIndex, urls
-from simhash_index.cli import cli, formats, reports
+from simhash_index.cli import formats, reports
 from simhash_index.fingerprinting.fingerprinter import DEFAULT, Fingerprinter
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
@@ -77,19 +77,6 @@ def filled(db_url: str) -> tuple[str, dict[str, datetime]]:
             assert (match.key, match.distance, match.exact) == (duplicate_of, distance, exact)
         seen = {d.key: d.seen_at for d in index.duplicates()}
     return db_url, seen
-
-
-def run(*args: str, env: dict[str, str] | None = None, input: str | bytes | None = None):
-    result = CliRunner().invoke(cli, list(args), env=env, input=input)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
-
-
-def ok(*args: str, **kwargs: object) -> str:
-    result = run(*args, **kwargs)
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""  # no progress bar, no warnings when piped
-    return result.stdout_bytes.decode("utf-8")  # exact: .stdout turns CSV's \r\n into \n
 
 
 # -- expected outputs, built from data --------------------------------------------

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
+import threading
+import time
+from concurrent.futures import CancelledError
+from pathlib import Path
 
 import pytest
 from conftest import open_stats
 from driving import run, start, stop
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
-from sites import english_article
+from sites import english_article, page
 
-from simhash_index import Fingerprinter, SimhashIndex
+from simhash_index import Fingerprinter, SimhashIndex, dedup
 from simhash_index.dedup import Deduplicator
-from simhash_index.fingerprinting.pages import PageJob, PageSetup
+from simhash_index.fingerprinting.pages import PageJob, PageSetup, analyse
 from simhash_index.index.factory import open_index
 from simhash_index.scrapy.pipeline import SimhashDedupPipeline
 
@@ -118,3 +123,30 @@ def test_a_lingering_writer_fills_its_batches_and_close_does_not_wait_out_the_li
     assert batches == [[0, 1, 2, 3], [4, 5]]
     with pytest.raises(ValueError, match="linger"):
         BatchWriter(decide, linger=-1)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_closing_now_analyses_no_queued_page_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51, item 2: Ctrl-C closes the core now; the chunk its killed worker held, and the
+    chunks queued behind it, were then analysed one page at a time in the command's own process
+    (seconds under load) before it could exit. Now they are not analysed at all."""
+    here: list[PageJob] = []
+    monkeypatch.setattr(dedup, "analyse", lambda setup, job: here.append(job) or analyse(setup, job))
+    core = Deduplicator(None, PageSetup(Fingerprinter()), workers=1)
+    core.open().result()
+    pages = core.analyse_many((n, PageJob(page(f"Story {n}", english_article(n)))) for n in range(8 * dedup.CHUNK))
+    next(pages)
+    assert core.pool is not None
+    [worker] = core.pool.pids()
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[0] != "R":  # on the next chunk
+        assert time.monotonic() < deadline, "the worker never took the next chunk"
+        time.sleep(0.01)
+    core.close(now=True).result()
+    with pytest.raises((RuntimeError, CancelledError)):
+        for _ in pages:
+            pass
+    for thread in threading.enumerate():  # as the interpreter joins them before it exits
+        if thread.name.startswith("simhash_"):
+            thread.join(timeout=60)
+    assert here == []

@@ -16,8 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
+from archives import write_archive
 from sites import english_article, page
-from test_warc import write_archive
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from simhash_index.cli.outputs import signals_held
 
 pytestmark = [pytest.mark.early, pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, sends signals")]
 
@@ -41,9 +45,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def archive(corpus: Path) -> Path:
     """The corpus as a gzipped WARC, for `filter`."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
     path = corpus.with_name("pages.warc.gz")
     with corpus.open() as lines, path.open("wb") as out:
         writer = WARCWriter(out, gzip=True)
@@ -277,8 +278,8 @@ def test_a_killed_filter_leaves_a_partial_file_by_name_that_the_next_run_removes
 # -- item 11: a full disk --------------------------------------------------------------
 
 
-def _namespace_mount(folder: Path) -> list[str] | None:
-    """A command prefix that runs a command with a SMALL_DISK tmpfs mounted on `folder`, in a
+def _namespace_mount(folder: Path, size: int = SMALL_DISK) -> list[str] | None:
+    """A command prefix that runs a command with a tmpfs of `size` bytes mounted on `folder`, in a
     mount namespace of its own (root is not needed where user namespaces are allowed); None
     where it cannot."""
     if shutil.which("unshare") is None:
@@ -290,7 +291,7 @@ def _namespace_mount(folder: Path) -> list[str] | None:
         "--mount",
         "sh",
         "-c",
-        f'mount -t tmpfs -o size={SMALL_DISK} tmpfs "$0" && exec "$@"',
+        f'mount -t tmpfs -o size={size} tmpfs "$0" && exec "$@"',
         str(folder),
     ]
     probe = subprocess.run([*prefix, "true"], capture_output=True, check=False)
@@ -328,3 +329,53 @@ def test_a_disk_filling_up_ends_the_command_with_its_error(
     assert errors.read_text().splitlines() == [f"Error: database {db} is unavailable: database or disk is full"]
     assert status == 2  # as with --workers 0: the index cannot be written
     assert not (tmp_path / "out.warc.gz").exists()
+
+
+PAGE = 4096  # a tmpfs counts its size in pages
+
+
+def test_a_disk_too_small_to_rewrite_a_linked_out_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """OUT with a second hard link is rewritten in place: on a disk that holds the finished copy
+    but not OUT's growth, the rewrite is refused before OUT's first byte changes (issue 50, item 4)."""
+    archive = tmp_path / "in.warc.gz"
+    write_archive(archive, compress=True)
+    with archive.open("ab") as grow:  # incompressible bytes, so that OUT outgrows the disk's free pages
+        blob = os.urandom(40 * PAGE)
+        writer = WARCWriter(grow, gzip=True)
+        writer.write_record(
+            writer.create_warc_record("https://a.example/v", "resource", payload=io.BytesIO(blob), length=len(blob))
+        )
+    old = os.urandom(3 * PAGE)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    pages = -(-archive.stat().st_size // PAGE)
+    prefix = _namespace_mount(disk, (pages + 3 + 2) * PAGE)  # the copy, the old OUT, and two pages more
+    if prefix is None:
+        pytest.skip("cannot mount a tmpfs here: needs unshare and user namespaces")
+    (tmp_path / "old").write_bytes(old)
+    script = (  # in the namespace ($0 the small disk, $1 tmp_path): OUT linked, filtered, then looked at
+        'cp "$1/old" "$0/out" && ln "$0/out" "$0/linked" && { '
+        '"$2" -c "$3" filter --db "sqlite:///$1/i.db" --workers 0 "$1/in.warc.gz" "$0/out"; echo $? > "$1/status"; '
+        'cp "$0/out" "$0/linked" "$1/"; ls "$0" > "$1/listing"; }'
+    )
+    result = subprocess.run(
+        [*prefix, "sh", "-c", script, str(disk), str(tmp_path), sys.executable, CLI[2]],
+        capture_output=True,
+        timeout=HANG,
+        check=False,
+    )
+    assert (tmp_path / "status").read_text() == "1\n", result.stderr
+    error = result.stderr.decode()
+    assert error.startswith(f"Error: {disk}/out is rewritten in place (it has 1 other hard links), which needs ")
+    assert error.endswith(": left as it was. Free some space, or write to another file\n")
+    assert (tmp_path / "out").read_bytes() == old and (tmp_path / "linked").read_bytes() == old
+    assert (tmp_path / "listing").read_text().split() == ["linked", "out"]  # no partial file left
+
+
+def test_ctrl_c_waits_for_the_block_that_holds_it() -> None:
+    done = False
+    with pytest.raises(KeyboardInterrupt), signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)  # where Python would have raised KeyboardInterrupt
+        done = True
+    assert done and signal.getsignal(signal.SIGINT) is signal.default_int_handler

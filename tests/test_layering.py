@@ -1,4 +1,6 @@
-"""The package's layering, read from its source: no import cycles, and Scrapy only in the Scrapy glue."""
+"""The package's layering, read from its source: no import cycles, Scrapy only in the Scrapy glue,
+and the terminal (click, rich) only in the command line, which the library never imports: archive
+reading and runs (archives/, runs/) are library code the commands call."""
 
 from __future__ import annotations
 
@@ -40,13 +42,26 @@ def test_no_module_imports_one_that_imports_it() -> None:
     assert cycles == []
 
 
-def test_only_the_scrapy_glue_imports_scrapy() -> None:
+def importers_of(*packages: str) -> set[str]:
+    """The package's first-level modules and subpackages that import any of these packages."""
     importers = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and not node.level:
                 names = [node.module or ""]
-            if any(name.split(".")[0] in ("scrapy", "twisted") for name in names):
+            if any(name.split(".")[0] in packages for name in names):
                 importers.add(path.relative_to(PACKAGE).parts[0])
-    assert importers <= {"scrapy"}
+    return importers
+
+
+def test_only_the_scrapy_glue_imports_scrapy() -> None:
+    assert importers_of("scrapy", "twisted") <= {"scrapy"}
+
+
+def test_only_the_command_line_imports_click_and_nothing_imports_it() -> None:
+    assert importers_of("click", "rich") == {"cli"}
+    command_line = ("simhash_index.cli", "simhash_index.console")  # console: the script that loads the CLI
+    library = {module: targets for module, targets in imports().items() if not module.startswith(command_line)}
+    assert {module for module, targets in library.items() if any(t.startswith(command_line) for t in targets)} == set()
+    assert {"simhash_index.archives.records", "simhash_index.runs.run"} <= set(library)  # library code, not the CLI's

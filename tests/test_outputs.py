@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from archives import write_archive
 from click.testing import CliRunner
-from test_warc import write_archive
 
 from simhash_index.cli import cli
 
@@ -65,6 +65,18 @@ def test_dash_is_stdout_and_the_summary_goes_to_stderr(archive: tuple[Path, byte
     assert done.stdout == expected
     assert done.stderr.decode().startswith("read 15 records")
     assert not (tmp_path / "-").exists()
+
+
+def test_stdout_appending_to_an_archive_read_is_refused(archive: tuple[Path, bytes], tmp_path: Path) -> None:
+    """`filter IN - >> IN` (issue 50, item 9), refused as `filter IN /dev/fd/1 >> IN` is."""
+    path, _ = archive
+    copy = tmp_path / "in.warc.gz"
+    copy.write_bytes(path.read_bytes())
+    for out in ("-", "/dev/fd/1"):
+        with copy.open("ab") as appended:
+            done = filter_process(tmp_path, copy, out, stdout=appended)
+        assert done.returncode == 2 and b"is an archive read: write to another file" in done.stderr
+        assert copy.read_bytes() == path.read_bytes()
 
 
 def test_a_file_descriptors_name_is_written_through_not_replaced(archive: tuple[Path, bytes], tmp_path: Path) -> None:

@@ -11,19 +11,21 @@ import random
 import resource
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from commands import ok, run
 from sites import dated_page, english_article, page
-from test_cli import ok, run
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
-from simhash_index.cli.survivors import Fates, SameUrl, copy_match
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.index.records import Match
+from simhash_index.runs import Dropped, Fates, Kept, Page, Skipped
+from simhash_index.runs.survivors import SameUrl, copy_match
 
 WEEKS = {"w1": "2024-01-01T10:00:00Z", "w2": "2024-01-08T10:00:00Z", "w3": "2024-01-15T10:00:00Z"}
 A, B, C = "https://news.example/a", "https://news.example/b", "https://news.example/c"
@@ -193,6 +195,34 @@ def test_a_dry_run_supersedes_as_the_import_would(weeks: list[Path], tmp_path: P
     assert rows[MIRROR]["outcome"] == "kept" and rows[MIRROR]["supersedes"] == D  # longer than D
 
 
+@pytest.mark.parametrize("prefer", list(EXPECTED))
+def test_a_dry_run_lists_what_the_real_run_does(weeks: list[Path], tmp_path: Path, prefer: str) -> None:
+    """Issue 51, item 1: the dry run's counts are the real run's, and each row's outcome is what the
+    index holds after the real run: a page kept then superseded (a later capture of its URL, or a
+    preferred copy read after it) is listed as superseded, a page dropped as a copy of the page that
+    survived it."""
+    db = f"sqlite:///{tmp_path / 'same.db'}"
+    options = ("--db", db, "--workers", "0", "--prefer", prefer, *map(str, weeks))
+    dry = run("import", "--dry-run", *options)
+    assert dry.exit_code == 0, dry.output
+    summary = ok("import", *options)
+    assert dry.stderr == f"dry run, nothing written: {summary}"
+    rows = [json.loads(line) for line in dry.stdout.splitlines()]
+    outcomes = Counter(row["outcome"] for row in rows)
+    assert summary.startswith(f"kept {outcomes['kept']}, dropped {outcomes['dropped']}")
+    assert (
+        f"superseded {outcomes['superseded']}," in summary if outcomes["superseded"] else "superseded " not in summary
+    )
+    assert (outcomes["superseded"] > 0) is (prefer != "first") and outcomes["kept"] == len(EXPECTED[prefer])
+    kept = [row["url"] for row in rows if row["outcome"] == "kept"]
+    last = {row["url"]: row for row in rows}
+    with SimhashIndex(db) as index:
+        assert sorted(kept) == sorted(url for url in last if index.get(url) is not None)  # one kept row a page stored
+        for url, row in last.items():
+            if url not in kept:
+                assert index.duplicate(url).duplicate_of == row["duplicate_of"], row  # type: ignore[union-attr]
+
+
 def test_archives_of_different_kinds_are_refused(weeks: list[Path], tmp_path: Path) -> None:
     plain = tmp_path / "plain.warc"
     with plain.open("wb") as stream:
@@ -246,24 +276,38 @@ def test_same_url_copies_follow_the_policy() -> None:
 
 
 def test_fates_follow_supersession_to_the_end() -> None:
-    fates = Fates()
-    rows = [
-        {"url": "a", "outcome": "kept"},
-        {"url": "b", "outcome": "dropped", "duplicate_of": "a", "distance": 2},
-        {"url": "c", "outcome": "kept", "supersedes": "a", "distance": 1},
-        {"url": "a", "outcome": "kept"},  # stored again, apart
-        {"url": "x", "outcome": "dropped", "duplicate_of": "old", "distance": 0, "exact": True},
-        {"url": "d", "outcome": "skipped"},
-        {"url": "c", "outcome": "kept", "supersedes": "c", "distance": 0},
+    pages = [Page(f"line {n}", url, 0) for n, url in enumerate(["a", "b", "c", "a", "x", "d", "c"])]
+    outcomes = [
+        Kept(pages[0]),
+        Dropped(pages[1], Match("a", None, 2)),
+        Kept(pages[2], Match("a", None, 1, superseded="longer")),
+        Kept(pages[3]),  # stored again, apart
+        Dropped(pages[4], Match("old", None, 0, exact=True)),
+        Skipped(pages[5]),
+        Kept(pages[6], Match("c", None, 0, superseded="longer")),
     ]
-    for position, row in enumerate(rows):
-        fates.add(position, row)
+    fates = Fates()
+    for outcome in outcomes:
+        if isinstance(outcome, (Kept, Dropped)):
+            fates.add(outcome)
     copies = fates.copies()
-    assert sorted(copies) == [0, 1, 2, 4]
-    assert (copies[0].duplicate_of, copies[0].survivor, copies[0].distance) == ("c", 6, 1)
-    assert (copies[1].duplicate_of, copies[1].survivor, copies[1].distance) == ("c", 6, 2)
-    assert (copies[2].duplicate_of, copies[2].survivor) == ("c", 6)
-    assert (copies[4].duplicate_of, copies[4].survivor, copies[4].exact) == ("old", None, True)
+    assert set(copies) == {pages[0], pages[1], pages[2], pages[4]}
+    assert (copies[pages[0]].duplicate_of, copies[pages[0]].survivor, copies[pages[0]].evidence.distance) == (
+        "c",
+        pages[6],
+        1,
+    )
+    assert (copies[pages[1]].duplicate_of, copies[pages[1]].survivor, copies[pages[1]].evidence.distance) == (
+        "c",
+        pages[6],
+        2,
+    )
+    assert (copies[pages[2]].duplicate_of, copies[pages[2]].survivor) == ("c", pages[6])
+    assert (copies[pages[4]].duplicate_of, copies[pages[4]].survivor, copies[pages[4]].evidence.exact) == (
+        "old",
+        None,
+        True,
+    )
 
 
 def test_a_corpus_lines_last_modified_decides_newest(tmp_path: Path) -> None:
@@ -278,8 +322,8 @@ def test_a_corpus_lines_last_modified_decides_newest(tmp_path: Path) -> None:
     result = run("import", "--db", f"sqlite:///{tmp_path / 'j.db'}", "--prefer", "newest", "--dry-run", str(corpus))
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(row["outcome"], row["duplicate_of"], row["supersedes"]) for row in rows] == [
-        ("kept", None, None),
-        ("dropped", "https://example.com/new", None),  # older than the copy stored
+        ("superseded", "https://example.com/newer", None),  # kept, until the newer copy came
+        ("dropped", "https://example.com/newer", None),  # older than the copy stored; its log follows it
         ("kept", None, "https://example.com/new"),
     ]
 

@@ -12,18 +12,18 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
+from archives import html_response, write_archive
+from commands import ok, run
 from sites import build_site, english_article, page, serve
-from test_cli import ok, run
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
-from simhash_index.cli.filtering import companions
-from simhash_index.cli.warc import Record
+from simhash_index.archives.copying import companions
+from simhash_index.archives.records import Record
 
 
 def records(path: Path) -> list[tuple[int, bytes, object]]:
@@ -131,41 +131,6 @@ def test_filter_keeps_revisits(wget_archive: tuple[Path, dict], tmp_path: Path) 
             assert new == old
 
 
-def html_response(writer: WARCWriter, url: str, body: str, *, status: str = "200 OK", kind: str = "text/html") -> Any:
-    http = StatusAndHeaders(status, [("Content-Type", f"{kind}; charset=utf-8")], protocol="HTTP/1.1")
-    data = body.encode("utf-8")
-    return writer.create_warc_record(url, "response", payload=io.BytesIO(data), length=len(data), http_headers=http)
-
-
-def write_archive(path: Path, *, compress: bool) -> dict[str, str]:
-    """An archive with three copies of one article, another article, an image, a 404,
-    a request, a metadata record and a warcinfo; returns the response URLs' expected fate."""
-    article = english_article(11)
-    pages = {
-        "https://a.example/story": page("Story", article),
-        "https://b.example/copy": page("Story", article, nav=9, ad="Subscribe"),
-        "https://a.example/other": page("Other", english_article(12)),
-        "https://c.example/copy": page("Story (print)", article, nav=0),
-    }
-    with path.open("wb") as stream:
-        writer = WARCWriter(stream, gzip=compress)
-        writer.write_record(writer.create_warcinfo_record(path.name, {"software": "test"}))
-        for url, body in pages.items():
-            request = writer.create_warc_record(
-                url, "request", http_headers=StatusAndHeaders("GET / HTTP/1.1", [], is_http_request=True)
-            )
-            response = html_response(writer, url, body)
-            response.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
-            writer.write_record(request)
-            writer.write_record(response)
-            meta = writer.create_warc_record(url, "metadata", payload=io.BytesIO(b"outlinks: none\r\n"), length=16)
-            meta.rec_headers.add_header("WARC-Refers-To", response.rec_headers.get_header("WARC-Record-ID"))
-            writer.write_record(meta)
-        writer.write_record(html_response(writer, "https://a.example/logo.png", "PNG", kind="image/png"))
-        writer.write_record(html_response(writer, "https://a.example/gone", page("Gone", ["Not found."]), status="404"))
-    return {"https://b.example/copy": "dropped", "https://c.example/copy": "dropped"}
-
-
 @pytest.mark.parametrize("compress", [True, False], ids=["gzip", "plain"])
 def test_filter_a_warcio_archive(tmp_path: Path, compress: bool) -> None:
     archive = tmp_path / ("in.warc.gz" if compress else "in.warc")
@@ -262,3 +227,65 @@ def test_an_arc_archive(tmp_path: Path) -> None:
     assert summary == "kept 1, dropped 1, skipped 0 (no text); records not pages: 1 warcinfo, 1 response not HTML\n"
     ok("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
     assert out.read_bytes() == head + kept + image
+
+
+def write_revisited(path: Path) -> dict[str, str]:
+    """/a, and its near copy /b with a crawler's two revisits of it: one naming /b's response by
+    record id (with a request of its own), one by target URI and date only. The record ids."""
+    article = english_article(21)
+    ids = {}
+    with path.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=True)
+        for url, body in (
+            ("https://a.example/a", page("A", article)),
+            ("https://a.example/b", page("A", article, nav=7)),
+        ):
+            response = html_response(writer, url, body)
+            writer.write_record(response)
+            ids[url] = response.rec_headers.get_header("WARC-Record-ID")
+            date = response.rec_headers.get_header("WARC-Date")
+        request = writer.create_warc_record(
+            "https://a.example/b", "request", http_headers=StatusAndHeaders("GET /b HTTP/1.1", [], is_http_request=True)
+        )
+        for number, refers in enumerate(({"WARC-Refers-To": ids["https://a.example/b"]}, {})):
+            http = StatusAndHeaders("304 Not Modified", [], protocol="HTTP/1.1")
+            headers = {
+                "WARC-Profile": "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
+                "WARC-Refers-To-Target-URI": "https://a.example/b",
+                "WARC-Refers-To-Date": date,
+                **refers,
+            }
+            revisit = writer.create_warc_record(
+                "https://a.example/b", "revisit", http_headers=http, warc_headers_dict=headers
+            )
+            if number == 0:
+                revisit.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
+                writer.write_record(request)
+            writer.write_record(revisit)
+            ids[f"revisit {number}"] = revisit.rec_headers.get_header("WARC-Record-ID")
+    return ids
+
+
+def test_a_crawlers_revisit_of_a_dropped_response_goes_with_it(tmp_path: Path) -> None:
+    """Issue 50, item 8: the revisits of /b, whose response is dropped as a copy of /a, are left out
+    with it (and the request of one), or with --keep-revisits point at /a as its revisit does."""
+    archive = tmp_path / "in.warc.gz"
+    ids = write_revisited(archive)
+    out = tmp_path / "out.warc.gz"
+    summary = ok("filter", "--db", f"sqlite:///{tmp_path / 'f.db'}", "--workers", "0", str(archive), str(out))
+    assert [header(r, "WARC-Record-ID") for _, _, r in records(out)] == [ids["https://a.example/a"]]
+    size = archive.stat().st_size
+    assert summary.startswith(
+        f"read 5 records ({size} bytes), 1 duplicate pages and 2 revisit records of them; wrote 1"
+    )
+    revisited = tmp_path / "revisits.warc.gz"
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    summary = ok("filter", "--db", db, "--workers", "0", "--keep-revisits", str(archive), str(revisited))
+    after = [r for _, _, r in records(revisited)]
+    assert [r.rec_type for r in after] == ["response", "revisit", "request", "revisit", "revisit"]
+    for revisit in (after[1], after[3], after[4]):
+        assert header(revisit, "WARC-Profile") == "urn:simhash-index:revisit:near-duplicate"
+        assert header(revisit, "WARC-Refers-To") == ids["https://a.example/a"]
+        assert header(revisit, "WARC-Refers-To-Target-URI") == "https://a.example/a"
+    assert header(after[3], "WARC-Concurrent-To") == header(after[2], "WARC-Record-ID")  # its request, kept
+    assert "wrote 5 records (3 revisits)" in summary

@@ -1,61 +1,41 @@
 """`simhash-index filter IN... OUT`: archives, as one, without their duplicate pages.
 
-The pages are decided as `import` decides them (into --db, so several archives can be
-deduplicated against each other), all of them before OUT is written (a second pass over
-IN); OUT is IN without the responses that did not survive, and without the request and
-metadata records that belong to them. Every other record is copied
-byte for byte, gzip members included. With --keep-revisits a dropped response becomes a
-`revisit` record naming the page kept, and its companions stay.
+The pages are decided as `import` decides them (a run, into --db, so several archives can be
+deduplicated against each other), all of them before OUT is written (a second pass over IN,
+archives/copying.py).
 """
 
 from __future__ import annotations
 
-import io
-import os
-from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import IO, Any
-
 import click
 
-from ..fingerprinting.pages import PageSetup
+from ..archives.copying import common_format, first_break, state, write_survivors
+from ..archives.records import CUT
+from ..errors import ArchiveError
 from ..index.prefer import Prefer
-from .framing import WHOLE_GZIP, BrokenArchive
-from .group import allow_truncated_option, db_option, max_distance_option, open_index, word_weights_option
-from .importing import _import_pages, open_existing, prefer_option
-from .inputs import fingerprinter_for
+from ..runs import Dropped, Fates, Kept, deduplicate_inputs
+from .group import db_option
+from .inputs import progress
 from .outputs import Output
-from .survivors import Fates, page_setup
-from .warc import CUT, GZIP_MAGIC, Record, archive_format, scan
-
-REVISIT_PROFILE = "urn:simhash-index:revisit:near-duplicate"
-COMPANION_KINDS = ("request", "metadata")
+from .running import open_run_index, run_options, told, unusable_dates
 
 
 @click.command("filter")
 @db_option
 @click.argument("archives", metavar="ARCHIVE...", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False, writable=True, allow_dash=True))
-@prefer_option
 @click.option(
     "--keep-revisits",
     is_flag=True,
     help="Write a WARC revisit record naming the page kept in place of each dropped response.",
 )
-@max_distance_option("Largest Hamming distance that makes a page a near-duplicate.")
-@click.option(
-    "--workers",
-    type=click.IntRange(min=0),
-    help="Worker processes extracting and fingerprinting pages [default: one per CPU; 0: none].",
-)
-@word_weights_option
-@allow_truncated_option
+@run_options
 def filter_(
     db: str,
     archives: tuple[str, ...],
     out: str,
-    prefer: Prefer,
     keep_revisits: bool,
+    prefer: Prefer,
     max_distance: int | None,
     workers: int | None,
     word_weights: str | None,
@@ -68,207 +48,60 @@ def filter_(
     is another copy of the same page, and --prefer chooses which copy survives (a
     page read later can supersede one kept before). Every page is decided before
     OUT is written, so OUT holds every record of the ARCHIVEs, in order, byte for
-    byte, except the responses that did not survive and their request and metadata
-    records (linked by WARC-Concurrent-To or WARC-Refers-To, or, unlinked, with the
-    same WARC-Target-URI). Prints the records and bytes read and written (on
-    stderr when OUT is stdout). A record whose Content-Length does not match it is
-    reported, copied, and the filter exits 1 at the end. An archive cut short is an
-    error before anything is decided or written (--allow-truncated: OUT holds the
-    records before the cut, with a warning).
+    byte, except the responses that did not survive, the crawler's revisits of them,
+    and their request and metadata records (linked by WARC-Concurrent-To or
+    WARC-Refers-To, or, unlinked, with the same WARC-Target-URI). Prints the records
+    and bytes read and written (on stderr when OUT is stdout). A record whose
+    Content-Length does not match it is reported, copied, and the filter exits 1 at
+    the end. An archive cut short is an error before anything is decided or written
+    (--allow-truncated: OUT holds the records before the cut, with a warning).
 
     OUT is - for stdout. A FIFO, a device or /dev/stdout is written as it goes; a
     symlink's target is written; a regular file is replaced only once complete and
     on disk (written as OUT.partial-XXXXXXXX first), keeping its mode and owner.
     """
-    kind, gzipped = same_format(archives)
+    try:
+        kind, _ = common_format(archives)
+    except ArchiveError as exc:
+        raise click.BadParameter(str(exc), param_hint="ARCHIVE") from None
     if keep_revisits and kind != "warc":
         raise click.UsageError("--keep-revisits writes WARC records, which an ARC archive cannot hold")
     output = Output(out)
     if any(output.same_as(archive) for archive in archives):
         raise click.BadParameter("is an archive read: write to another file", param_hint="OUT")
     for archive in archives:
-        check_whole(archive, allow_truncated)
-    with output.open() as target:  # before the import: a folder OUT cannot be written to fails now
-        before = [_stat(archive) for archive in archives]
-        scanned: list[list[Record]] = []
-        counts: Counter[str] = Counter()
-        copies = _copies(db, archives, scanned, max_distance, workers, word_weights, prefer, counts, allow_truncated)
-        if [_stat(archive) for archive in archives] != before:
-            raise click.ClickException("an ARCHIVE changed while it was read: is it being written to?")
-        written = _write_survivors(target, archives, scanned, copies, keep_revisits, gzipped)
-    revisits = f" ({written['revisits']} revisits)" if keep_revisits else ""
-    read = sum(len(records) for records in scanned)
-    size = sum(os.path.getsize(archive) for archive in archives)
+        broken = first_break(archive)
+        if broken is not None and not (broken.cut and allow_truncated):
+            hint = f": {CUT}; nothing written (--allow-truncated filters it to there)" if broken.cut else ""
+            raise click.ClickException(f"{archive} record at byte {broken.offset}: {broken.reason}{hint}")
+    with output.open() as target:  # before the run: a folder OUT cannot be written to fails now
+        seen = [state(archive) for archive in archives]
+        index, fingerprinter = open_run_index(db, max_distance=max_distance, word_weights=word_weights, prefer=prefer)
+        run = deduplicate_inputs(
+            index,
+            archives,
+            fingerprinter=fingerprinter,
+            prefer=prefer,
+            workers=workers,
+            allow_truncated=allow_truncated,
+            keep_records=True,
+            progress=progress,
+        )
+        fates = Fates()
+        for outcome in told(run):
+            if isinstance(outcome, (Kept, Dropped)):
+                fates.add(outcome)
+        gone = fates.gone()
+        written = write_survivors(target, archives, run.records, gone, keep_revisits=keep_revisits, seen=seen)
+    revisits = f" ({written.revisits} revisits)" if keep_revisits else ""
+    of_them = f" and {written.revisits_of_gone} revisit records of them" if written.revisits_of_gone else ""
+    dates = f"; {unusable_dates(run.counts)}" if run.counts.unusable_dates else ""
+    read = sum(map(len, run.records))
+    size = sum(seen_state[1] for seen_state in seen)
     click.echo(
-        f"read {read} records ({size} bytes), {sum(map(len, copies.values()))} duplicate pages; "
-        f"wrote {written['records']} records{revisits} ({written['bytes']} bytes)",
+        f"read {read} records ({size} bytes), {len(gone)} duplicate pages{of_them}; "
+        f"wrote {written.records} records{revisits} ({written.bytes} bytes){dates}",
         err=output.is_stdout(),
     )
-    if counts["bad"]:
+    if run.counts.bad:
         click.get_current_context().exit(1)
-
-
-def _write_survivors(
-    target: IO[bytes],
-    archives: Sequence[str],
-    scanned: list[list[Record]],
-    copies: dict[int, dict[int, tuple[dict[str, Any], Record | None]]],
-    keep_revisits: bool,
-    gzipped: bool,
-) -> Counter[str]:
-    """The second pass: each archive's records copied to `target` but the copies (a revisit in
-    their place with `keep_revisits`, else left out with their companions); what was written."""
-    written: Counter[str] = Counter()
-    for number, (archive, records) in enumerate(zip(archives, scanned)):
-        dropped = copies.get(number, {})
-        left_out = set() if keep_revisits else companions(records, dropped)
-        with open(archive, "rb") as source:
-            for record in records:
-                if record.offset in left_out:
-                    continue
-                raw = _raw(source, record, gzipped)
-                if record.offset in dropped:
-                    if not keep_revisits:
-                        continue
-                    row, kept = dropped[record.offset]
-                    raw = revisit(raw, row, kept, gzipped)
-                    written["revisits"] += 1
-                target.write(raw)
-                written["records"] += 1
-                written["bytes"] += len(raw)
-    return written
-
-
-def check_whole(archive: str, allow_truncated: bool) -> None:
-    """Before anything is decided: an archive cut short is an error (nothing decided, nothing
-    written), unless `allow_truncated` (then it is filtered up to the cut)."""
-    try:
-        for _ in scan(archive, pages=False):
-            pass
-    except BrokenArchive as exc:
-        if not (exc.cut and allow_truncated):
-            hint = f": {CUT}; nothing written (--allow-truncated filters it to there)" if exc.cut else ""
-            raise click.ClickException(f"{archive} record at byte {exc.offset}: {exc.reason}{hint}") from None
-
-
-def _copies(
-    db: str,
-    archives: Sequence[str],
-    scanned: list[list[Record]],
-    max_distance: int | None,
-    workers: int | None,
-    word_weights: str | None,
-    prefer: Prefer,
-    counts: Counter[str],
-    allow_truncated: bool,
-) -> dict[int, dict[int, tuple[dict[str, Any], Record | None]]]:
-    """The first pass: the import's decision on every page of the archives, followed to the
-    end (survivors.Fates), counted in `counts` as the import counts them; each archive's
-    records are added to `scanned`. Returns {archive's number: {offset: (evidence, the
-    surviving page's record)}} of the pages that did not survive; the survivor's record is
-    None when it is not in OUT."""
-    source = open_existing(db, max_distance)
-    fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
-    if source is not None:
-        source.close()
-    index = open_index(
-        db, write=True, create=True, max_distance=max_distance, scheme=fingerprinter.scheme, prefer=prefer
-    )
-    setup = page_setup(PageSetup(fingerprinter), prefer)
-    fates = Fates()
-    rows = _import_pages(
-        index, setup, archives, workers, counts, False, False, prefer, scanned, allow_truncated=allow_truncated
-    )
-    for position, row in enumerate(rows):
-        fates.add(position, row)
-    pages = [(n, r) for n, records in enumerate(scanned) for r in records if r.why_not_page is None and not r.error]
-    if [row.target for _, row in pages] != fates.urls:
-        raise click.ClickException("the pages decided are not the archives' pages: report this as a bug")
-    found: dict[int, dict[int, tuple[dict[str, Any], Record | None]]] = {}
-    for at, copy in fates.copies().items():
-        number, record = pages[at]
-        row = {"duplicate_of": copy.duplicate_of, "distance": copy.distance, "exact": copy.exact}
-        found.setdefault(number, {})[record.offset] = (row, None if copy.survivor is None else pages[copy.survivor][1])
-    return found
-
-
-def _stat(path: str) -> tuple[int, int]:
-    found = os.stat(path)
-    return found.st_size, found.st_mtime_ns
-
-
-def same_format(archives: Sequence[str]) -> tuple[str, bool]:
-    """The kind ("warc" or "arc") and compression the archives share: OUT is written as they are."""
-    formats = []
-    for archive in archives:
-        found = archive_format(archive)
-        if found is None:
-            raise click.BadParameter(f"{archive} is not a WARC or ARC archive", param_hint="ARCHIVE")
-        formats.append(found)
-    if len(set(formats)) > 1:
-        shown = ", ".join(f"{a}: {k}{' gzipped' if z else ''}" for a, (k, z) in zip(archives, formats))
-        raise click.BadParameter(
-            f"the archives differ ({shown}): give archives of one kind, all gzipped record by record or none "
-            "(warcio recompress IN OUT)",
-            param_hint="ARCHIVE",
-        )
-    return formats[0]
-
-
-def companions(records: Iterable[Record], dropped: dict[int, Any]) -> set[int]:
-    """The offsets of the request and metadata records of the dropped responses: linked to
-    one by record id (either way), or, when unlinked, with the target URI of a dropped
-    response and of no kept one."""
-    records = list(records)
-    pages = [r for r in records if r.why_not_page is None]
-    gone = [r for r in pages if r.offset in dropped]
-    gone_ids = {r.record_id for r in gone} | {link for r in gone for link in r.links}
-    gone_targets = {r.target for r in gone} - {r.target for r in pages if r.offset not in dropped}
-    found = set()
-    for record in records:
-        if record.kind not in COMPANION_KINDS:
-            continue
-        linked = record.record_id in gone_ids or any(link in gone_ids for link in record.links)
-        if linked or (not record.links and record.target in gone_targets):
-            found.add(record.offset)
-    return found
-
-
-def _raw(source: IO[bytes], record: Record, gzipped: bool) -> bytes:
-    source.seek(record.offset)
-    raw = source.read(record.length)
-    if gzipped and not raw.startswith(GZIP_MAGIC):
-        raise click.ClickException(f"the archive is {WHOLE_GZIP}")
-    return raw
-
-
-def revisit(raw: bytes, row: dict[str, Any], kept: Record | None, gzipped: bool) -> bytes:
-    """A revisit record standing for the response `raw`, a duplicate of the page in `row`:
-    the response's HTTP headers, its capture's date and links, and the page kept."""
-    from warcio.archiveiterator import ArchiveIterator
-    from warcio.warcwriter import WARCWriter
-
-    response = next(iter(ArchiveIterator(io.BytesIO(raw))))
-    old = response.rec_headers
-    headers = {
-        "WARC-Date": old.get_header("WARC-Date"),
-        "WARC-Profile": REVISIT_PROFILE,
-        "WARC-Refers-To-Target-URI": row["duplicate_of"],
-        "WARC-Simhash-Distance": str(row["distance"]),
-        "WARC-Simhash-Rule": "exact" if row["exact"] else "near",
-    }
-    if kept is not None and kept.record_id:
-        headers["WARC-Refers-To"] = kept.record_id
-    if kept is not None and kept.date:
-        headers["WARC-Refers-To-Date"] = kept.date
-    for name in ("WARC-Concurrent-To", "WARC-Payload-Digest", "WARC-IP-Address", "WARC-Warcinfo-ID"):
-        if old.get_header(name):
-            headers[name] = old.get_header(name)
-    version = old.protocol if old.protocol in ("WARC/1.0", "WARC/1.1") else "WARC/1.0"
-    buffer = io.BytesIO()
-    writer = WARCWriter(buffer, gzip=gzipped, warc_version=version)
-    record = writer.create_warc_record(
-        old.get_header("WARC-Target-URI"), "revisit", http_headers=response.http_headers, warc_headers_dict=headers
-    )
-    writer.write_record(record)
-    return buffer.getvalue()

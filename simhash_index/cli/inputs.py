@@ -1,30 +1,22 @@
-"""What the command line reads: dates, page files, JSON lines corpora, and the
-fingerprint settings of a database; plus its progress bar."""
+"""What the command line reads: dates, page files and the fingerprint settings of a database;
+plus its progress bar."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..fingerprinting.fingerprinter import DEFAULT, Fingerprinter, NoFeaturesError
-from ..fingerprinting.pages import PageJob
-from ..text.dates import http_date
-from ..text.extract import decode, extract_text, looks_binary
+from ..text.dates import iso_date
+from ..text.extract import decode, extract_text, looks_binary, looks_like_html
 from . import formats
-
-HTML_SUFFIXES = (".html", ".htm", ".xhtml")
-_HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
-_SNIFF_CHARS = 100_000
 
 
 class IsoDateTime(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
@@ -35,14 +27,13 @@ class IsoDateTime(click.ParamType):  # type: ignore[type-arg]  # generic in clic
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
         if isinstance(value, datetime):
             return value
-        text = str(value).strip()
-        if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)  # a date alone is its midnight
-        except ValueError:
-            self.fail(f"{value!r} is not an ISO date or datetime, e.g. 2024-05-01 or 2024-05-01T12:00:00+02:00")
-        return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+        moment = iso_date(str(value))
+        if moment is None:
+            self.fail(
+                f"{value!r} is not an ISO date or datetime within years 1 to 9999 UTC, "
+                "e.g. 2024-05-01 or 2024-05-01T12:00:00+02:00"
+            )
+        return moment
 
 
 def fingerprinter_for(scheme: str | None, word_weights: str | None = None) -> Fingerprinter:
@@ -74,14 +65,6 @@ def fingerprinter_for(scheme: str | None, word_weights: str | None = None) -> Fi
 def _weights_of(scheme: str) -> str | None:
     found = re.search(r" weights=(\S+)", scheme)
     return found.group(1) if found else None
-
-
-def looks_like_html(name: str, content: str) -> bool:
-    """HTML by extension, or by content: starts with '<' and has an html, body or p tag."""
-    if name.lower().endswith(HTML_SUFFIXES):
-        return True
-    head = content[:_SNIFF_CHARS]
-    return head.lstrip().startswith("<") and _HTML_TAG.search(head) is not None
 
 
 def read_page(path: str, kind: str = "auto") -> str:
@@ -120,49 +103,3 @@ def progress(total: int | None, description: str) -> Iterator[Callable[[int], No
     with Progress(console=Console(file=sys.stderr), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
-
-
-@dataclass(frozen=True)
-class CorpusLine:
-    """One line of a JSON lines corpus (or a page of an archive): where it is, and its url and
-    page, or why it is unusable."""
-
-    where: str
-    url: str = ""
-    job: PageJob | None = None  # None: neither a text nor an HTML to read
-    error: str | None = None
-    modified: datetime | None = None  # its Last-Modified, or an archive's capture date: for --prefer newest
-    warning: str | None = None  # why the page is skipped unread (over the page limit)
-    fatal: bool = False  # the error ends the input (an archive cut short)
-
-
-def read_corpus(file: str) -> Iterator[CorpusLine]:
-    """Each non-blank line of a JSON lines corpus, with a progress bar; a line that is not
-    an object with a "url" and a "text" or "html" string carries an error instead."""
-    stream = sys.stdin.buffer if file == "-" else click.get_current_context().with_resource(open(file, "rb"))  # noqa: SIM115 - closed with the command
-    try:
-        total = os.fstat(stream.fileno()).st_size if file != "-" else None
-    except (OSError, ValueError):
-        total = None
-    with progress(total, "importing") as advance:
-        for number, line in enumerate(stream, 1):
-            advance(len(line))
-            if line.strip():
-                yield corpus_line(line, f"{file} line {number}")
-
-
-def corpus_line(line: bytes, where: str) -> CorpusLine:
-    """A corpus line read: the text as the pipeline takes it, "text" if not blank, else "html"."""
-    try:
-        page = json.loads(line)
-    except ValueError as exc:
-        return CorpusLine(where, error=f"not JSON ({exc})")
-    if not isinstance(page, dict) or not isinstance(page.get("url"), str) or not page["url"]:
-        return CorpusLine(where, error='not an object with a "url" string')
-    text, html = page.get("text"), page.get("html")
-    if not isinstance(text, str) and not isinstance(html, str):
-        return CorpusLine(where, error='needs a "text" or "html" string')
-    modified = http_date(page.get("last_modified"))  # as the pipeline reads an item's
-    if isinstance(text, str) and text.strip():
-        return CorpusLine(where, page["url"], PageJob(text, is_html=False), modified=modified)
-    return CorpusLine(where, page["url"], PageJob(html) if isinstance(html, str) else None, modified=modified)

@@ -3,10 +3,11 @@ stats, an import's dry run), written in any of the output formats."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .formats import Row, bar, write_json, write_objects, write_rows, write_table
+from ..runs import Copy, Dropped, Kept, Page, PageOutcome, Skipped
+from .formats import bar, write_json, write_objects, write_rows, write_table
 
 if TYPE_CHECKING:
     from ..index.base import Cluster, Description
@@ -65,28 +66,39 @@ def bits_alike(distance: int, bits: int = 64) -> float:
 DRY_RUN_COLUMNS = ("url", "outcome", "duplicate_of", "distance", "exact", "similarity", "supersedes")
 
 
-def dropped_row(url: str, match: Match) -> dict[str, Any]:
-    """A page an import would drop: the page it duplicates, and the evidence."""
+def write_dry_run(pages: Iterable[PageOutcome], copies: Mapping[Page, Copy], fmt: str, out: TextIO) -> None:
+    """What an import does, a row per page, as it stands at the run's end (`copies`: the pages that
+    did not survive it): kept (and the stored copy it supersedes), superseded (kept, then superseded
+    by a page read after it) or dropped (the page it is a copy of at the end, and the evidence),
+    skipped, refused."""
+    rows = (dry_run_row(page, copies) for page in pages)
+    write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
+
+
+def dry_run_row(outcome: PageOutcome, copies: Mapping[Page, Copy]) -> dict[str, Any]:
+    page = outcome.page
+    copy = copies.get(page)
+    if isinstance(outcome, Dropped):
+        return evidence_row(page.url, "dropped", copy.duplicate_of if copy else outcome.match.key, outcome.match)
+    if isinstance(outcome, Kept):
+        row = {"url": page.url, "outcome": "kept", "supersedes": outcome.supersedes}
+        if copy is not None:
+            return {**evidence_row(page.url, "", copy.duplicate_of, copy.evidence), **row, "outcome": "superseded"}
+        return row if outcome.match is None else {**evidence_row(page.url, "kept", None, outcome.match), **row}
+    return {"url": page.url, "outcome": "skipped" if isinstance(outcome, Skipped) else "refused"}
+
+
+def evidence_row(url: str, outcome: str, duplicate_of: str | None, match: Match) -> dict[str, Any]:
+    """A page's row with the evidence of a decision between it and a near page."""
     similarity = None if match.similarity is None else round(match.similarity, 2)
     return {
         "url": url,
-        "outcome": "dropped",
-        "duplicate_of": match.key,
+        "outcome": outcome,
+        "duplicate_of": duplicate_of,
         "distance": match.distance,
         "exact": match.exact,
         "similarity": similarity,
     }
-
-
-def superseding_row(url: str, match: Match) -> dict[str, Any]:
-    """A page an import keeps in place of the stored copy it duplicates (--prefer), and the evidence."""
-    return {**dropped_row(url, match), "outcome": "kept", "duplicate_of": None, "supersedes": match.key}
-
-
-def write_dry_run(rows: Iterable[Row], fmt: str, out: TextIO) -> None:
-    """What an import would do, a row per page: kept (and the stored copy it supersedes), dropped
-    (of what, how near), skipped, refused."""
-    write_rows(rows, DRY_RUN_COLUMNS, fmt, out, numeric={"distance", "similarity"})
 
 
 def hex_or_none(fingerprint: int | None) -> str | None:

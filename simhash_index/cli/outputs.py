@@ -10,7 +10,10 @@
   (fsync), renamed over OUT, and OUT's folder flushed: after a crash or a power cut OUT is
   the old file or the new one, never a part. An existing OUT keeps its mode, owner, group and
   extended attributes (ACLs); one with other hard links, or whose owner or attributes cannot
-  be given to a new file, is rewritten in place from the complete copy instead, as `cp` does.
+  be given to a new file, is rewritten in place from the complete copy instead, as `cp` does,
+  once its disk is seen to have room for the whole of it (else an error, OUT as it was), with
+  Ctrl-C and SIGTERM held until it is done: only a power cut or SIGKILL during that rewrite
+  leaves it part-written.
   A new OUT is created as any program creates a file: 0666 less the umask (and the folder's
   default ACL).
 - The partial file is removed on an error or an interrupt. One left by a killed run (SIGKILL,
@@ -27,8 +30,10 @@ import glob
 import os
 import secrets
 import shutil
+import signal
 import stat
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
@@ -80,10 +85,13 @@ class Output:
             return False
 
     def same_as(self, path: str) -> bool:
-        """Whether OUT is the file at `path`."""
-        if self.given == "-" or not os.path.exists(self.path):
+        """Whether OUT is the file at `path` (`-`: whether stdout is)."""
+        try:
+            if self.given == "-":
+                return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(path))
+            return os.path.exists(self.path) and os.path.samefile(self.path, path)
+        except (OSError, ValueError):  # stdout closed, or not a file (a test's capture)
             return False
-        return os.path.samefile(self.path, path)
 
     @contextmanager
     def open(self) -> Iterator[IO[bytes]]:
@@ -127,12 +135,12 @@ def _replacing(path: str) -> Iterator[IO[bytes]]:
     descriptor, partial = _create_partial(folder, name, private=old is not None)
     try:
         with os.fdopen(descriptor, "w+b") as file:
-            in_place = old is not None and not _takes_over(file.fileno(), path, old)
+            in_place = None if old is None else _why_in_place(file.fileno(), path, old)
             yield file
             file.flush()
             os.fsync(file.fileno())
-            if in_place:
-                _copy_into(file, path)
+            if in_place is not None:
+                _copy_into(file, path, in_place)
             else:
                 os.replace(partial, path)
                 _flush_folder(folder)
@@ -140,7 +148,7 @@ def _replacing(path: str) -> Iterator[IO[bytes]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(partial)
         raise
-    if in_place:
+    if in_place is not None:
         os.unlink(partial)
 
 
@@ -187,11 +195,12 @@ def _remove_leftovers(folder: str, name: str) -> None:
             os.close(descriptor)
 
 
-def _takes_over(descriptor: int, path: str, old: os.stat_result) -> bool:
-    """Give the partial file OUT's owner, group, mode and extended attributes; False when it
-    cannot take OUT's place without losing one of them, or OUT's other hard links."""
+def _why_in_place(descriptor: int, path: str, old: os.stat_result) -> str | None:
+    """Give the partial file OUT's owner, group, mode and extended attributes; when it cannot take
+    OUT's place without losing one of them, or OUT's other hard links, why (OUT is then rewritten
+    in place)."""
     if old.st_nlink > 1:
-        return False
+        return f"it has {old.st_nlink - 1} other hard links"
     try:
         new = os.fstat(descriptor)
         if (new.st_uid, new.st_gid) != (old.st_uid, old.st_gid):
@@ -200,8 +209,8 @@ def _takes_over(descriptor: int, path: str, old: os.stat_result) -> bool:
             os.setxattr(descriptor, attribute, os.getxattr(path, attribute))
         os.fchmod(descriptor, stat.S_IMODE(old.st_mode))  # after chown, which clears setuid bits
     except OSError:
-        return False
-    return True
+        return "its owner or attributes cannot be given to a new file"
+    return None
 
 
 def _attributes(path: str) -> list[str]:
@@ -216,14 +225,58 @@ def _attributes(path: str) -> list[str]:
         raise
 
 
-def _copy_into(file: IO[bytes], path: str) -> None:
-    """Rewrite the file at `path` with the content of `file` (complete and on disk)."""
+def _copy_into(file: IO[bytes], path: str, why: str) -> None:
+    """Rewrite the file at `path` with the content of `file` (complete and on disk), once its disk
+    is seen to hold it; SIGINT and SIGTERM wait until it is done."""
+    size = file.seek(0, os.SEEK_END)
     file.seek(0)
     with open(path, "r+b") as target:
-        shutil.copyfileobj(file, target, 1 << 20)
-        target.truncate()
-        target.flush()
-        os.fsync(target.fileno())
+        _make_room(target.fileno(), size, f"{path} is rewritten in place ({why})")
+        with signals_held():
+            shutil.copyfileobj(file, target, 1 << 20)
+            target.truncate()
+            target.flush()
+            os.fsync(target.fileno())
+
+
+def _make_room(descriptor: int, size: int, what: str) -> None:
+    """Raise a ClickException, the file left as it was, unless its disk has `size` bytes free: a
+    copy-on-write file system writes every block of a rewrite anew. The blocks past the file's
+    end are reserved first where the file system can (posix_fallocate), so that a disk filling
+    meanwhile, or a quota, cannot stop the rewrite half-way."""
+    found = os.fstatvfs(descriptor)
+    free = found.f_bavail * found.f_frsize
+    hint = ": left as it was. Free some space, or write to another file"
+    if free < size:
+        raise click.ClickException(f"{what}, which needs {size:,} bytes free on its disk; {free:,} are{hint}")
+    before = os.fstat(descriptor).st_size
+    try:
+        os.posix_fallocate(descriptor, 0, size)
+    except OSError as exc:
+        if os.fstat(descriptor).st_size != before:
+            os.ftruncate(descriptor, before)
+        if exc.errno in (errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.ENOSYS):
+            return  # the file system reserves no blocks: the free space seen is what there is
+        raise click.ClickException(f"{what}, and its disk cannot hold {size:,} bytes ({exc.strerror}){hint}") from None
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends, then act as they would have (in the main
+    thread; elsewhere Python cannot catch them, and the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    handlers = {signum: signal.signal(signum, lambda signum, frame: caught.append(signum)) for signum in held}
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 def _flush_folder(folder: str) -> None:

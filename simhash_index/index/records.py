@@ -16,6 +16,7 @@ from .. import defaults
 from ..fingerprinting.additions import Shingled
 from ..fingerprinting.bits import MASK64, to_signed
 from ..fingerprinting.fingerprinter import Signature
+from ..text.dates import utc
 from .prefer import Prefer, check_prefer
 
 Fingerprint = int | Signature | None  # what check_and_add and add take
@@ -252,8 +253,12 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
 
 
 def as_utc(moment: datetime) -> datetime:
-    """A timestamp read back from a database, as an aware UTC datetime (SQLite drops the zone)."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    """A timestamp read back from a database, as an aware UTC datetime (SQLite drops the zone);
+    ValueError for one UTC's calendar cannot hold (dates.utc)."""
+    found = utc(moment)
+    if found is None:
+        raise ValueError(f"{moment.isoformat()} is outside UTC's calendar (years 1 to 9999 UTC)")
+    return found
 
 
 def now() -> datetime:

@@ -17,6 +17,9 @@ DEFAULT_MAX_BYTES = 20_000_000  # trafilatura's own limit: larger pages are not 
 
 logger = logging.getLogger(__name__)
 
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+_HTML_TAG = re.compile(r"<(?:!doctype\s+html|html|body|p)[\s>/]", re.IGNORECASE)
+SNIFF_CHARS = 100_000  # of a file's content, read to tell whether it is HTML
 _DOCUMENT = re.compile(r"<(?:html|head|body)[\s>/]", re.IGNORECASE)  # a whole page, not a fragment
 _NOT_TEXT = ("script", "style", "noscript", "template", "head", "title")
 _BLOCKS = frozenset(  # elements whose text is a line of its own
@@ -66,6 +69,14 @@ def looks_binary(html: str) -> bool:
         return True
     controls = sum(1 for c in head if ord(c) < 32 and c not in "\t\n\r\f")
     return controls > len(head) // 20
+
+
+def looks_like_html(name: str, content: str) -> bool:
+    """HTML by extension, or by content: starts with '<' and has an html, body or p tag."""
+    if name.lower().endswith(HTML_SUFFIXES):
+        return True
+    head = content[:SNIFF_CHARS]
+    return head.lstrip().startswith("<") and _HTML_TAG.search(head) is not None
 
 
 @functools.cache

@@ -14,6 +14,10 @@ one. Each record here is checked once read to its end:
   or, in a plain archive, the next line that starts a record.
 - corrupt: a gzip member whose data cannot be inflated comes as a record with `error` set, and
   reading starts again at the next gzip member whose data begins with a record.
+
+This leans on warcio's internals (the iterator's `reader`, `offset`, `next_line`, `err_count`
+and `read_to_end`, the reader's `_decompress`, `decompressor` and `rem_length`, a LimitReader's
+`limit`): pyproject.toml bounds warcio to the versions the tests passed with.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ from typing import IO, Any, Generic, TypeVar
 
 T = TypeVar("T")
 CHUNK = 1 << 20  # bytes read at a time when skipping to a record's end
-_INFLATE_AT_ONCE = 1 << 24  # bytes of a gzip member inflated at a time when skipping it
+# bytes of a record's WARC and HTTP header lines read at most (and of the blank lines after its
+# block): a line without end would be read whole. Servers refuse HTTP headers past 8-64 KiB.
+HEADER_LIMIT = 1 << 20
+_INFLATE_AT_ONCE = 1 << 20  # bytes of a gzip member inflated at a time when skipping it
 # where a record starts in a plain archive: a WARC version line after a blank line, or an ARC
 # record's header line (URL, IP address, 14-digit date, media type, length)
 _WARC_LINE = rb"WARC/1\.[01]\r?\n"
@@ -35,6 +42,8 @@ _RECORD_START = re.compile(rb"\n\r?\n(?=" + _WARC_LINE + rb")|\n(?=" + _ARC_LINE
 _FIRST_LINE = {"warc": re.compile(_WARC_LINE), "arc": re.compile(_ARC_LINE)}
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 TOO_LARGE = "its Content-Length is too large to be read"
+LONG_HEADER = f"its headers run past {HEADER_LIMIT:,} bytes without ending"
+LONG_AFTER = f"more than {HEADER_LIMIT:,} bytes follow its block before the next record"
 WHOLE_GZIP = "gzipped as one stream, not record by record: recompress it (warcio recompress IN OUT)"
 
 
@@ -46,6 +55,10 @@ class BrokenArchive(Exception):
         self.offset = offset
         self.reason = reason
         self.cut = cut
+
+
+class HeaderTooLong(Exception):
+    """A record's header lines, or the blank lines after it, run past HEADER_LIMIT."""
 
 
 class BrokenMember(BrokenArchive):
@@ -92,11 +105,12 @@ def _read_on(
     iterator = _iterator(stream, position)
     while True:
         offset, warnings = iterator.offset, iterator.err_count
+        iterator.reader.header_bytes = 0
         try:
             record = next(iterator, None)
-        except OverflowError:  # warcio cannot read so many bytes
+        except (OverflowError, HeaderTooLong) as exc:  # warcio cannot read so many bytes, or should not
             position = _resync(stream, offset, size, gzipped, None)
-            yield Framed(None, offset, position, None, TOO_LARGE)
+            yield Framed(None, offset, position, None, TOO_LARGE if isinstance(exc, OverflowError) else LONG_HEADER)
             return position
         except Exception as exc:  # warcio raises what it meets on bytes that are no record (AttributeError, ...)
             raise _unreadable(stream, offset, size, gzipped, exc) from None
@@ -107,7 +121,13 @@ def _read_on(
         looked = look(record)
         missing = _read_block(record)
         block_end = _position(iterator)
-        iterator.read_to_end()
+        iterator.reader.header_bytes = 0
+        try:
+            iterator.read_to_end()
+        except HeaderTooLong:
+            position = _resync(stream, offset, size, gzipped, None)
+            yield Framed(record, offset, position, looked, LONG_AFTER)
+            return position
         error = _framing_error(record, iterator, missing, iterator.err_count > warnings, gzipped)
         if error is None:
             _check_whole(stream, iterator, offset, block_end, gzipped, size, 1 if kind == "arc" else 2)
@@ -131,6 +151,19 @@ def _iterator(stream: IO[bytes], position: int) -> Any:
 
     class Reader(DecompressingBufferedReader):  # type: ignore[misc]
         broken: str | None = None
+        header_bytes = 0  # read by readline since the record began, or since a read
+
+        def readline(self, length: int | None = None) -> bytes:
+            room = HEADER_LIMIT + 1 - self.header_bytes
+            line: bytes = super().readline(room if length is None else min(length, room))
+            self.header_bytes += len(line)
+            if self.header_bytes > HEADER_LIMIT:
+                raise HeaderTooLong()
+            return line
+
+        def read(self, length: int | None = None) -> bytes:
+            self.header_bytes = 0
+            return super().read(length)  # type: ignore[no-any-return]
 
         def _decompress(self, data: bytes) -> bytes:
             if self.decompressor is None or not data or self.num_block_read == 0:
@@ -302,6 +335,14 @@ def _next_member(stream: IO[bytes], start: int, size: int, kind: str) -> int:
             found = window.find(_GZIP_MAGIC, found + 1)
         position += max(1, len(window) - len(_GZIP_MAGIC) + 1)
     return size
+
+
+def opens_record(head: bytes, kind: str, gzipped: bool) -> bool:
+    """Whether `head`, the first bytes of a record as the archive holds it, can start one: a gzip
+    member, or a WARC record's version line (an ARC record's first line has too many forms)."""
+    if gzipped:
+        return head.startswith(_GZIP_MAGIC)
+    return kind == "arc" or head.startswith(b"WARC/")
 
 
 def _opens_record(stream: IO[bytes], offset: int, kind: str) -> bool:

@@ -1,17 +1,13 @@
-"""Which copy survives a run of `import` or `filter` (--prefer), and what became of every other.
-
-Within one run (all its inputs, in order), a URL met again is another copy (capture) of the
-same page: the survivor policy decides between it and the copy of that URL the run stored
-(`SameUrl`); the other pages are decided by the index, whose policy may supersede a stored
-page (index/prefer.py). `Fates` follows the run's answers to the end and says, for each page,
-whether it survived the whole run, or which surviving page it is a copy of: what `filter`
-writes in its second pass.
+"""Which copy survives a run (prefer): within one run (all its inputs, in order), a URL met again
+is another copy (capture) of the same page, and the survivor policy decides between it and the
+copy of that URL the run stored (`SameUrl`); the other pages are decided by the index, whose
+policy may supersede a stored page (index/prefer.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..dedup import Decision, Deduplicator
@@ -21,12 +17,7 @@ from ..fingerprinting.pages import PageSetup
 from ..index import rule
 from ..index.prefer import Prefer, supersedes
 from ..index.records import Match
-from .inputs import CorpusLine
-
-PREFER_HELP = (
-    "Which copy of a page survives: the first met, the longest (most words of main text), or the newest "
-    "(its own date, else the capture's WARC-Date or Last-Modified, else the later in the input)."
-)
+from .inputs import Line
 
 
 def page_setup(setup: PageSetup, prefer: Prefer) -> PageSetup:
@@ -34,7 +25,7 @@ def page_setup(setup: PageSetup, prefer: Prefer) -> PageSetup:
     return replace(setup, dates=prefer == "newest")
 
 
-def with_evidence(signature: Signature, line: CorpusLine) -> Signature:
+def with_evidence(signature: Signature, line: Line) -> Signature:
     """The page's Signature with its line's date (an archive's capture date, a corpus line's
     last_modified), for the "newest" policy."""
     return signature if line.modified is None else replace(signature, modified=line.modified)
@@ -120,80 +111,3 @@ def copy_match(key: str, signature: Signature, own: Signature) -> Match:
     bits = 0 if signature.simhash is None or own.simhash is None else hamming(signature.simhash, own.simhash)
     exact = signature.text_hash is not None and signature.text_hash == own.text_hash
     return Match(key, own.simhash, bits, exact=exact)
-
-
-@dataclass
-class _Stored:
-    """A page stored during the run (or before it: `page` None), until superseded (`by`)."""
-
-    key: str
-    page: int | None
-    by: _Stored | None = None
-
-    def survivor(self) -> _Stored:
-        found = self
-        while found.by is not None:
-            found = found.by
-        return found
-
-
-@dataclass(frozen=True)
-class Copy:
-    """A page that did not survive the run: the key of the page that did, that page's
-    position among the run's pages (None: stored before the run), and the evidence of the
-    decision that made it a copy."""
-
-    duplicate_of: str
-    survivor: int | None
-    distance: int
-    exact: bool
-
-
-class Fates:
-    """The run's rows (what `import` yields per page, in order) followed to the end: `copies()`
-    gives each page that did not survive, the page it is a copy of at the end. A page
-    superseded takes the page that superseded it as its survivor, and so do its copies."""
-
-    def __init__(self) -> None:
-        self.urls: list[str] = []  # of the pages added, in order
-        self._stored: dict[str, _Stored] = {}
-        self._copies: dict[int, tuple[_Stored, int, bool]] = {}
-
-    def add(self, position: int, row: dict[str, Any]) -> None:
-        """The row of the page at `position` (counted from 0 over all the run's pages)."""
-        url, outcome = row["url"], row["outcome"]
-        self.urls.append(url)
-        evidence = (row.get("distance") or 0, bool(row.get("exact")))
-        if outcome == "dropped":
-            self._copies[position] = (self._node(row["duplicate_of"]), *evidence)
-            return
-        if outcome != "kept":
-            return
-        node = self._stored.get(url)
-        if node is not None and node.by is None:  # its row follows the new copy
-            if node.page is not None:
-                self._copies[node.page] = (node, *evidence)
-            node.page = position
-        else:
-            node = self._stored[url] = _Stored(url, position)
-        gone = row.get("supersedes")
-        if gone is not None and gone != url:
-            old = self._node(gone)
-            old.by = node
-            if old.page is not None:
-                self._copies[old.page] = (old, *evidence)
-
-    def _node(self, key: str) -> _Stored:
-        node = self._stored.get(key)
-        if node is None:  # a page stored before the run
-            node = self._stored[key] = _Stored(key, None)
-        return node
-
-    def copies(self) -> dict[int, Copy]:
-        """{position: Copy} of every page that did not survive."""
-        found = {}
-        for position, (node, distance, exact) in self._copies.items():
-            survivor = node.survivor()
-            if survivor.page != position:
-                found[position] = Copy(survivor.key, survivor.page, distance, exact)
-        return found

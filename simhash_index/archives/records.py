@@ -1,5 +1,5 @@
-"""Web archives (WARC, and ARC read as WARC) for the command line: which records are pages,
-and the pages themselves, read with warcio (docs/performance.md, "Archives", says why).
+"""A web archive's records (WARC, and ARC read as WARC): where each lies, what links it, and
+which are pages, with their payloads; read with warcio (docs/performance.md, "Archives", says why).
 
 A page is a `response` record with an HTTP 2xx status and an HTML payload (Content-Type
 text/html or application/xhtml+xml, or none and HTML content); its key is WARC-Target-URI.
@@ -11,27 +11,23 @@ from __future__ import annotations
 import codecs
 import os
 import zlib
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
-import click
-
-from ..errors import install_extra
+from ..errors import ArchiveError, install_extra
 from ..fingerprinting.pages import PageJob
-from ..text.dates import http_date
-from ..text.extract import DEFAULT_MAX_BYTES, decode
-from .framing import BrokenArchive, framed_records
-from .inputs import CorpusLine, looks_like_html, progress
+from ..text.dates import http_date, iso_date, unusable_date
+from ..text.extract import DEFAULT_MAX_BYTES, SNIFF_CHARS, decode, looks_like_html
+from .framing import framed_records
 from .payloads import payload
 
 MISSING = f"reading WARC and ARC archives needs warcio: {install_extra('warc')}"
 GZIP_MAGIC = b"\x1f\x8b"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 CUT = "the archive is cut short"
-_SNIFF_BYTES = 400_000  # the 100,000 characters looks_like_html reads, at 4 bytes a character
+_SNIFF_BYTES = 4 * SNIFF_CHARS  # the characters looks_like_html reads, at 4 bytes a character
 
 
 @dataclass(frozen=True)
@@ -48,6 +44,7 @@ class Record:
     why_not_page: str | None  # None: an HTML response, a page
     last_modified: str | None = None  # the HTTP Last-Modified header
     error: str | None = None  # why its framing is wrong (its Content-Length does not match its block)
+    refers_to: tuple[str | None, str | None] = (None, None)  # a revisit's WARC-Refers-To-Target-URI and -Date
 
 
 def archive_format(file: str) -> tuple[str, bool] | None:
@@ -110,7 +107,7 @@ def charset_of(record: Any) -> str | None:
 
 
 def scan(
-    file: str, *, pages: bool, max_bytes: int = DEFAULT_MAX_BYTES
+    file: str, *, pages: bool, max_bytes: int = DEFAULT_MAX_BYTES, advance: Callable[[int], None] | None = None
 ) -> Iterator[tuple[Record, PageJob | str | None]]:
     """Each record of the archive, with its page's payload when `pages` and it is one (or,
     for a page over `max_bytes`, why it is not read: at most that much of a payload is).
@@ -118,15 +115,16 @@ def scan(
     A page without a declared media type is one only when its content looks like HTML. A
     record whose framing is wrong comes with `error` set, and the records after it follow;
     raises BrokenArchive (framing.py) where the archive is cut short or cannot be read on,
-    after the records before it.
+    after the records before it. `advance(1)` is called at each record read.
     """
     kind, gzipped = archive_format(file) or ("warc", False)
     _require_warcio()
-    with open(file, "rb") as stream, progress(None, "reading") as advance:
+    with open(file, "rb") as stream:
         size = stream.seek(0, os.SEEK_END)
         stream.seek(0)
         for framed in framed_records(stream, size, kind, gzipped, lambda record: _look(record, pages, max_bytes)):
-            advance(1)
+            if advance is not None:
+                advance(1)
             length = framed.end - framed.offset
             if framed.error is not None:  # not a page, whatever its headers say
                 yield _record(framed.record, framed.offset, length, "unreadable", framed.error), None
@@ -139,7 +137,7 @@ def _require_warcio() -> None:
     try:
         import warcio.archiveiterator  # noqa: F401
     except ImportError:
-        raise click.ClickException(MISSING) from None
+        raise ArchiveError(MISSING) from None
 
 
 def _look(record: Any, pages: bool, max_bytes: int) -> tuple[str | None, PageJob | str | None]:
@@ -184,69 +182,19 @@ def _record(record: Any, offset: int, length: int, reason: str | None, error: st
         why_not_page=reason,
         last_modified=record.http_headers.get_header("Last-Modified") if record.http_headers else None,
         error=error,
+        refers_to=(headers.get_header("WARC-Refers-To-Target-URI"), headers.get_header("WARC-Refers-To-Date")),
     )
 
 
-def read_archive(
-    file: str,
-    counts: Counter[str],
-    records: list[Record] | None = None,
-    *,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    allow_truncated: bool = False,
-) -> Iterator[CorpusLine]:
-    """The pages of an archive as corpus lines, in archive order; every other record is
-    counted in `counts` under "record: <why it is not a page>". Every record read is added
-    to `records` when given (what `filter` writes from).
-
-    A record whose framing is wrong is a line with its error, and a page over `max_bytes` one
-    with a warning. Where the archive is cut short or cannot be read on, a last line with its
-    error and `fatal` set; with `allow_truncated`, a cut archive ends there with a warning.
-    """
-    try:
-        for record, job in scan(file, pages=True, max_bytes=max_bytes):
-            if records is not None:
-                records.append(record)
-            where = f"{file} record at byte {record.offset}"
-            if record.error is not None:
-                yield CorpusLine(where, record.target or "", error=record.error)
-            elif record.why_not_page is not None:
-                counts[f"record: {record.why_not_page}"] += 1
-            elif isinstance(job, str):
-                yield CorpusLine(where, record.target or "", warning=job)
-            else:
-                yield CorpusLine(where, record.target or "", job, modified=captured(record))
-    except BrokenArchive as exc:
-        where = f"{file} record at byte {exc.offset}"
-        if exc.cut and allow_truncated:
-            click.echo(f"Warning: {where}: {exc.reason}: {CUT}, read to there (--allow-truncated)", err=True)
-        elif exc.cut:
-            yield CorpusLine(where, error=f"{exc.reason}: {CUT} (--allow-truncated reads it to there)", fatal=True)
-        else:
-            yield CorpusLine(where, error=exc.reason, fatal=True)
-
-
-def captured(record: Record) -> datetime | None:
+def captured(record: Record) -> tuple[datetime | None, str | None]:
     """When the capture was made, as the "newest" survivor policy takes it after the page's own
-    date: its WARC-Date, else its HTTP Last-Modified (None when neither can be read)."""
-    return warc_date(record.date) or http_date(record.last_modified)
-
-
-def warc_date(value: str | None) -> datetime | None:
-    """A WARC-Date (ISO 8601, UTC) as an aware datetime; None when absent or unreadable."""
-    if not value:
-        return None
-    text = value.strip()
-    if text.endswith(("z", "Z")):  # Python 3.10's fromisoformat does not read Z
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
-
-
-def not_pages(counts: Counter[str]) -> str:
-    """The records an import read but did not take as pages, by reason, most first."""
-    found = sorted(((n, k[len("record: ") :]) for k, n in counts.items() if k.startswith("record: ")), reverse=True)
-    return ", ".join(f"{n} {reason}" for n, reason in found)
+    date: its WARC-Date, else its HTTP Last-Modified (None when neither can be read); and the
+    first of them given but unusable (unreadable, or outside UTC's calendar), which counts as not given."""
+    unusable = None
+    for name, value, read in (("WARC-Date", record.date, iso_date), ("Last-Modified", record.last_modified, http_date)):
+        moment = read(value)
+        if moment is not None:
+            return moment, unusable
+        if value and unusable is None:
+            unusable = unusable_date(name, value)
+    return None, unusable
