@@ -108,7 +108,10 @@ def main() -> None:
     corpus = texts(args.texts, args.pages, rng)
     print(f"{len(corpus)} texts of {args.texts}; threshold {args.threshold} words")
     threshold = args.threshold
-    print(f"| edit | truly new (median) | estimated (median) | estimate - truth (p5, p95) | kept: new >= {threshold} | kept: new <= 3 |")
+    print(
+        "| edit | truly new (median) | estimated (median) | estimate - truth (p5, p95) "
+        f"| kept: new >= {threshold} | kept: new <= 3 |"
+    )
     print("|---|---|---|---|---|---|")
     for name, edit in EDITS.items():
         truths, estimates, kept = [], [], []

@@ -141,7 +141,7 @@ def _filled(absent: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     """The shingles' absence with each lone present shingle between two absent ones taken as
     absent: in a run of new words, one shingle whose bits other shingles set by chance would
     hide `size` words; two changes so close that only one old shingle lies between them are rare."""
-    filled = absent.copy()
+    filled: npt.NDArray[np.bool_] = absent.copy()
     filled[1:-1] |= absent[:-2] & absent[2:]
     return filled
 
