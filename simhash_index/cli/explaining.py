@@ -13,7 +13,7 @@ from ..index import texts
 from ..index.base import Index
 from ..index.records import Duplicate
 from . import formats, listings
-from .group import db_option, format_option, max_distance_option, open_index, output_format
+from .group import added_words_option, db_option, format_option, max_distance_option, open_index, output_format
 
 
 def text_diff(index: Index, a: str, b: str) -> str | None:
@@ -122,8 +122,15 @@ def write_text(obj: dict[str, Any], out: TextIO) -> None:
     help="The similarity the crawl decided with (SIMHASH_MIN_SIMILARITY).",
 )
 @click.option("--window", help="The window the crawl decided with (SIMHASH_WINDOW), e.g. 30d.")
+@added_words_option
 def explain(
-    db: str, fmt: str | None, url: str, max_distance: int | None, min_similarity: float, window: str | None
+    db: str,
+    fmt: str | None,
+    url: str,
+    max_distance: int | None,
+    min_similarity: float,
+    window: str | None,
+    added_words: int,
 ) -> None:
     """Why a page was kept or dropped.
 
@@ -135,7 +142,9 @@ def explain(
     dropped as its duplicates and the pages it superseded. Read from the
     index as it is now.
     """
-    index = open_index(db, max_distance=max_distance, min_similarity=min_similarity, window=window)
+    index = open_index(
+        db, max_distance=max_distance, min_similarity=min_similarity, window=window, added_words=added_words or None
+    )
     explanation = evidence.explain(index, url)
     if explanation.found.status == "unknown":
         raise click.ClickException(

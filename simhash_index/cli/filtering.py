@@ -37,6 +37,7 @@ def filter_(
     keep_revisits: bool,
     prefer: Prefer,
     max_distance: int | None,
+    added_words: int,
     workers: int | None,
     word_weights: str | None,
     allow_truncated: bool,
@@ -76,7 +77,9 @@ def filter_(
             raise click.ClickException(f"{archive} record at byte {broken.offset}: {broken.reason}{hint}")
     with output.open() as target:  # before the run: a folder OUT cannot be written to fails now
         seen = [state(archive) for archive in archives]
-        index, fingerprinter = open_run_index(db, max_distance=max_distance, word_weights=word_weights, prefer=prefer)
+        index, fingerprinter = open_run_index(
+            db, max_distance=max_distance, added_words=added_words, word_weights=word_weights, prefer=prefer
+        )
         run = deduplicate_inputs(
             index,
             archives,

@@ -129,6 +129,17 @@ def max_distance_option(help: str) -> Callable[..., Any]:
     )
 
 
+def added_words_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--added-words",
+        type=click.IntRange(min=0),
+        default=defaults.ADDED_WORDS,
+        show_default=True,
+        help="A similar page that may add this many words the stored page lacks is kept, not dropped "
+        "(SIMHASH_ADDED_WORDS; 0: the plain similarity rule).",
+    )(command)
+
+
 def word_weights_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--word-weights",

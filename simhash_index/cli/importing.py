@@ -50,6 +50,7 @@ def import_(
     strict: bool,
     prefer: Prefer,
     max_distance: int | None,
+    added_words: int,
     workers: int | None,
     word_weights: str | None,
     allow_truncated: bool,
@@ -74,7 +75,13 @@ def import_(
         raise click.UsageError("--format chooses the listing of --dry-run; an import prints only its counts")
     create = {"layout": layout, "block_assignment": block_assignment, "keep_texts": keep_texts}
     index, fingerprinter = open_run_index(
-        db, max_distance=max_distance, word_weights=word_weights, prefer=prefer, dry_run=dry_run, **create
+        db,
+        max_distance=max_distance,
+        added_words=added_words,
+        word_weights=word_weights,
+        prefer=prefer,
+        dry_run=dry_run,
+        **create,
     )
     run = deduplicate_inputs(
         index,

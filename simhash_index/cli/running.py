@@ -17,7 +17,7 @@ from ..index.dry_run import DryRunIndex
 from ..index.prefer import NAMED, Prefer
 from ..runs import BadInput, Counts, Outcome, Refused, Skipped, Truncated
 from . import formats
-from .group import allow_truncated_option, max_distance_option, open_index, word_weights_option
+from .group import added_words_option, allow_truncated_option, max_distance_option, open_index, word_weights_option
 from .inputs import fingerprinter_for
 
 PREFER_HELP = (
@@ -27,11 +27,12 @@ PREFER_HELP = (
 
 
 def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--prefer, --max-distance, --workers, --word-weights and --allow-truncated."""
+    """--prefer, --max-distance, --added-words, --workers, --word-weights and --allow-truncated."""
     for option in reversed(
         (
             click.option("--prefer", type=click.Choice(NAMED), default="first", show_default=True, help=PREFER_HELP),
             max_distance_option("The search radius: the largest Hamming distance that makes a page a near-duplicate."),
+            added_words_option,
             click.option(
                 "--workers",
                 type=click.IntRange(min=0),
@@ -50,6 +51,7 @@ def open_run_index(
     db: str,
     *,
     max_distance: int | None,
+    added_words: int,
     word_weights: str | None,
     prefer: Prefer,
     dry_run: bool = False,
@@ -58,10 +60,13 @@ def open_run_index(
     """The index a run decides against, created if need be (`create`: a new SQL index's layout
     options, keep_texts), and the Fingerprinter of its fingerprints; for a dry run, a DryRunIndex
     over it, which writes nothing (and creates nothing). Closed when the command ends."""
+    words = added_words or None  # 0: the plain similarity rule
     source = open_existing(db, max_distance)
     fingerprinter = fingerprinter_for(None if source is None else source.scheme, word_weights)
     if dry_run:
-        dry = DryRunIndex(source, scheme=fingerprinter.scheme, max_distance=max_distance, prefer=prefer)
+        dry = DryRunIndex(
+            source, scheme=fingerprinter.scheme, max_distance=max_distance, prefer=prefer, added_words=words
+        )
         return click.get_current_context().with_resource(dry), fingerprinter
     if source is not None:
         source.close()
@@ -70,6 +75,7 @@ def open_run_index(
         write=True,
         create=True,
         max_distance=max_distance,
+        added_words=words,
         scheme=fingerprinter.scheme,
         prefer=prefer,
         **create,

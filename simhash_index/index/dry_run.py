@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from .. import defaults
 from .base import Index, Page
 from .memory import MemoryIndex
 from .prefer import Prefer
@@ -23,10 +24,16 @@ class DryRunIndex(MemoryIndex):
     """
 
     def __init__(
-        self, source: Index | None, *, scheme: str, max_distance: int | None = None, prefer: Prefer = "first"
+        self,
+        source: Index | None,
+        *,
+        scheme: str,
+        max_distance: int | None = None,
+        prefer: Prefer = "first",
+        added_words: int | None = defaults.ADDED_WORDS,
     ) -> None:
         policy = source.policy if source is not None else Policy.of(max_distance)
-        super().__init__(policy=replace(policy, prefer=prefer), scheme=scheme)
+        super().__init__(policy=replace(policy, prefer=prefer, added_words=added_words), scheme=scheme)
         self._source = source
 
     def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
