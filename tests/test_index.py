@@ -432,7 +432,7 @@ def lookup_statement(index, dialect: str, fingerprint: int, radius: int) -> tupl
     """What query() runs first: SQLite's candidate lookups, or PostgreSQL's whole query."""
     if dialect == "postgresql":
         return index.layout.near(fingerprint, radius, PAGE_COLUMNS)
-    return index.layout.candidates(fingerprint, radius)
+    return index.layout.batch_candidates([fingerprint], radius)
 
 
 def batch_statement(index, dialect: str, fingerprints: list[int], radius: int) -> tuple[str, tuple]:

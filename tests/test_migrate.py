@@ -143,7 +143,7 @@ def test_version_1_is_upgraded_when_opened(request, backend, without_indexes):
             if name == "postgresql":
                 statement, parameters = halves.near(NEAR, index.max_distance, PAGE_COLUMNS)
             else:
-                statement, parameters = halves.candidates(NEAR, index.max_distance)
+                statement, parameters = halves.batch_candidates([NEAR], index.max_distance)
             plan = str(fetch(conn, explain + statement, parameters))
             indexes = index_names(conn)
     assert version == SCHEMA_VERSION

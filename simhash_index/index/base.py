@@ -23,7 +23,7 @@ from ..fingerprinting.fingerprinter import Signature
 from . import texts
 from .records import Duplicate, Fingerprint, Match, Policy, StoredPage, as_signature, as_u64, as_utc, check_key
 
-Page = tuple[str, Signature]
+Keyed = tuple[str, Signature]  # a page as a backend is given it: its checked key and Signature
 
 
 @dataclass(frozen=True)
@@ -266,10 +266,10 @@ class Index(ABC):
         """An insertion session ends, whether or not its last batch was stored."""
 
     @abstractmethod
-    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]: ...
+    def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]: ...
 
     @abstractmethod
-    def _add_many(self, pages: Sequence[Page]) -> None: ...
+    def _add_many(self, pages: Sequence[Keyed]) -> None: ...
 
     @abstractmethod
     def _query(self, fingerprint: int) -> list[Match]: ...
@@ -340,7 +340,7 @@ class InsertionSession:
         self.batch_size = batch_size
         self.on_batch = on_batch
         self.stored = 0
-        self._batch: list[Page] = []
+        self._batch: list[Keyed] = []
 
     def __enter__(self) -> InsertionSession:
         self.index._start_bulk_load()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .. import defaults
-from .base import Index, Page
+from .base import Index, Keyed
 from .memory import MemoryIndex
 from .prefer import Prefer
 from .records import Match, Policy
@@ -36,7 +36,7 @@ class DryRunIndex(MemoryIndex):
         super().__init__(policy=replace(policy, prefer=prefer, added_words=added_words), scheme=scheme)
         self._source = source
 
-    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+    def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]:
         answers: list[Match | None] = []
         for key, signature in pages:  # one at a time: each sees the source as the page before it left it
             if self._source is not None:

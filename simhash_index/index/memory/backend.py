@@ -16,7 +16,7 @@ from datetime import datetime
 
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
-from ..base import Description, Forgotten, Index, Page
+from ..base import Description, Forgotten, Index, Keyed
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
 from ..texts import TextSizes
 from .near import NearIndex
@@ -107,7 +107,7 @@ class MemoryIndex(Index):
 
     # -- the interface -------------------------------------------------------------------
 
-    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+    def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]:
         answers: list[Match | None] = []
         with self._lock:
             moment = now()
@@ -162,7 +162,7 @@ class MemoryIndex(Index):
         demoted = replace(match, key=key, fingerprint=signature.simhash)
         self._log_duplicate(old.key, old.signature, demoted, moment)
 
-    def _add_many(self, pages: Sequence[Page]) -> None:
+    def _add_many(self, pages: Sequence[Keyed]) -> None:
         with self._lock:
             moment = now()
             for key, signature in pages:

@@ -80,7 +80,7 @@ class NearIndex:
         if widths is not None and (sum(widths) != 64 or min(widths) < 1 or max(widths) > 24):
             raise ValueError(f"widths must be parts of 1 to 24 bits adding up to 64; got {widths!r}")
         self._widths = None if widths is None else tuple(widths)
-        stored = as_u64(fingerprints)
+        stored = u64_array(fingerprints)
         self.width = payload.shape[1] if payload is not None else width
         rows = self._rows(len(stored), payload)
         self._main = _Table(stored, rows, self._widths or widths_for(len(stored)))
@@ -104,7 +104,7 @@ class NearIndex:
 
     def add(self, fingerprints: Iterable[int] | U64, payload: Payload | None = None) -> None:
         """Hold these fingerprints too (unsigned 64-bit integers), with their payload rows."""
-        more = as_u64(fingerprints)
+        more = u64_array(fingerprints)
         if not len(more):
             return
         self._pending.append((more, self._rows(len(more), payload)))
@@ -122,7 +122,7 @@ class NearIndex:
         """Every entry held within `radius` bits of each query."""
         if isinstance(radius, bool) or not isinstance(radius, int) or not 0 <= radius <= 63:
             raise ValueError(f"radius must be an integer from 0 to 63; got {radius!r}")
-        wanted = as_u64(queries)
+        wanted = u64_array(queries)
         tables: list[_Table | _Pending] = [self._main, self._small]
         if self._pending:
             tables.append(_Pending(*self._pending_arrays()))
@@ -280,7 +280,7 @@ def _flips(width: int, tolerance: int) -> npt.NDArray[np.int64]:
     return np.array(masks(width, tolerance), np.int64)
 
 
-def as_u64(values: Iterable[int] | U64) -> U64:
+def u64_array(values: Iterable[int] | U64) -> U64:
     """Fingerprints as an array of unsigned 64-bit integers (signed int64 ones reinterpreted)."""
     if isinstance(values, np.ndarray):
         return values.view(np.uint64) if values.dtype == np.int64 else values.astype(np.uint64, copy=False)

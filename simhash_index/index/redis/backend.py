@@ -27,7 +27,7 @@ from ...errors import (
 )
 from ...fingerprinting.bits import blocks
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
-from ..base import Description, Forgotten, Index, Page
+from ..base import Description, Forgotten, Index, Keyed
 from ..prefer import name_of
 from ..probes import part_probes
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
@@ -207,7 +207,7 @@ class RedisIndex(Index):
     def describe(self) -> Description:
         return Description("redis", SCHEMA_VERSION)
 
-    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+    def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]:
         self._writable()
         now = micros(datetime.now(timezone.utc))
         window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
@@ -224,7 +224,7 @@ class RedisIndex(Index):
             found += answers
         return [match_of(answer) for answer in found]
 
-    def _add_many(self, pages: Sequence[Page]) -> None:
+    def _add_many(self, pages: Sequence[Keyed]) -> None:
         self._writable()
         now = micros(datetime.now(timezone.utc))
         with self._talking():

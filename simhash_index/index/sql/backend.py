@@ -19,10 +19,10 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 
 from ... import defaults, urls
 from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
-from ...fingerprinting.bits import hamming, to_signed, to_unsigned
+from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
-from ..base import Cluster, Description, Forgotten, Index, Page
+from ..base import Cluster, Description, Forgotten, Index, Keyed
 from ..records import (
     DEFAULT_POLICY,
     Duplicate,
@@ -48,7 +48,7 @@ from .engine import (
     sqlite_path,
 )
 from .layouts import Layout
-from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup
+from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup, table_near_pages
 from .opening import add_later_columns, layout_in_url, make_parent_folder, open_tables
 from .schema import DOCUMENTS, SCHEMA_VERSION, tables
 from .statements import (
@@ -59,13 +59,12 @@ from .statements import (
     execute_many,
     fetch,
     in_parameters,
-    one_of,
     page_columns,
     pages_where,
     present,
-    read_time,
     row_page,
     upsert_documents,
+    with_ages,
 )
 from .writing import Writer
 
@@ -239,7 +238,7 @@ class SqlIndex(Index):
     def describe(self) -> Description:
         return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
 
-    def _check_and_add_many(self, pages: Sequence[Page]) -> list[Match | None]:
+    def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]:
         """Atomically, seeing every committed page (writing.py)."""
         self._writable()
         with self._deciding:
@@ -260,7 +259,7 @@ class SqlIndex(Index):
             with self.transaction() as conn:
                 bulk.finish(conn, self.tables.documents)
 
-    def _add_many(self, pages: Sequence[Page]) -> None:
+    def _add_many(self, pages: Sequence[Keyed]) -> None:
         self._writable()
         with self.transaction() as conn:
             when = db_time(self.dialect, now())
@@ -321,22 +320,8 @@ class SqlIndex(Index):
         return [Match(page.key, page.signature.simhash, bits) for bits, page in found]
 
     def _near(self, conn: RawConnection | Connection, fingerprint: int) -> list[StoredPage]:
-        if self.dialect == "postgresql":
-            rows = fetch(conn, *self.layout.near(fingerprint, self.max_distance, self._page_columns))
-            return [row_page(row, self.dialect) for row in rows]
-        statement, parameters = self.layout.candidates(fingerprint, self.max_distance)
-        ids = {
-            row_id
-            for row_id, stored, exact_only in fetch(conn, statement, parameters)
-            if not exact_only and hamming(to_unsigned(stored), fingerprint) <= self.max_distance
-        }
-        if not ids:
-            return []
-        # a row missing was replaced between the two reads of an autocommit query
-        return [
-            row_page(row, self.dialect)
-            for row in fetch(conn, self._pages_where("id", len(ids)), in_parameters(self.dialect, sorted(ids)))
-        ]
+        signature = Signature(fingerprint, None)
+        return table_near_pages(conn, self.layout, [signature], self.max_distance, self._page_columns)[0]
 
     def _get(self, key: str) -> Match | None:
         page = self._page(key)
@@ -387,25 +372,7 @@ class SqlIndex(Index):
 
     def _with_ages(self, conn: RawConnection | Connection, pages: list[StoredPage]) -> list[StoredPage]:
         """The pages with their words and dates, which a survivor policy compares."""
-        if not pages or self._ages is None:
-            return pages
-        condition = one_of(self.dialect, "id", len(pages))
-        statement = f"SELECT id, {self._ages} FROM simhash_documents WHERE {condition}"
-        ages = {
-            row[0]: row[1:]
-            for row in fetch(conn, statement, in_parameters(self.dialect, sorted(page.order for page in pages)))
-        }
-        completed = []
-        for page in pages:
-            words, dated, changed = ages.get(page.order, (None, None, None))
-            signature = replace(
-                page.signature,
-                words=words,
-                dated=read_time(self.dialect, dated),
-                modified=read_time(self.dialect, changed),
-            )
-            completed.append(replace(page, signature=signature))
-        return completed
+        return pages if self._ages is None else with_ages(conn, pages, self._ages)
 
     def close(self) -> None:
         self._engine.dispose()

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
-from ..base import Page
+from ..base import Keyed
 from ..memory.near import pairs_between
 from ..records import Match, Policy, StoredPage, key_hash
 from .layouts import Layout
@@ -31,12 +31,11 @@ from .statements import (
     delete_where,
     document_row,
     execute_many,
-    fetch,
     pages_with,
-    read_time,
     row_page,
     upsert_documents,
     upsert_duplicates,
+    with_ages,
 )
 
 _BATCH_ORDER = 1 << 62  # the age rank of pages stored by the batch: younger than every stored row
@@ -45,7 +44,7 @@ _BATCH_ORDER = 1 << 62  # the age rank of pages stored by the batch: younger tha
 def check_and_add_many(
     conn: Connection,
     layout: Layout,
-    pages: Sequence[Page],
+    pages: Sequence[Keyed],
     policy: Policy,
     moment: datetime,
     *,
@@ -113,7 +112,7 @@ class Stored:
     def __init__(
         self,
         conn: Connection,
-        pages: Sequence[Page],
+        pages: Sequence[Keyed],
         policy: Policy,
         moment: datetime,
         hashes: dict[str, int],
@@ -211,19 +210,7 @@ class Stored:
 
     def complete(self, page: StoredPage) -> StoredPage:
         """A page read from the database, with its words and dates (for a survivor policy)."""
-        if page.row_id is None:  # stored by this batch: its Signature has them
-            return page
-        dialect = self._conn.dialect.name
-        mark = MARKS[self._conn.dialect.paramstyle]
-        statement = f"SELECT words, dated, modified FROM simhash_documents WHERE id = {mark}"
-        rows = fetch(self._conn, statement, (page.row_id,))
-        if not rows:
-            return page
-        words, dated, modified = rows[0]
-        signature = replace(
-            page.signature, words=words, dated=read_time(dialect, dated), modified=read_time(dialect, modified)
-        )
-        return replace(page, signature=signature)
+        return with_ages(self._conn, [page])[0]
 
     def row_id(self, key: str) -> int | None:
         """The row id of a page read from the database (None: stored by this batch)."""
@@ -236,7 +223,7 @@ class Vanished(Exception):
     was decided before the writer lock): decide it again."""
 
 
-def _within(pages: Sequence[Page], radius: int) -> dict[int, list[int]]:
+def _within(pages: Sequence[Keyed], radius: int) -> dict[int, list[int]]:
     """For each page of the batch, the positions of the others within `radius` (none for pages
     matched by text only): in memory linear in the batch (near.pairs_between)."""
     positions = [i for i, (_, signature) in enumerate(pages) if signature.near_simhash is not None]

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 from sqlalchemy.engine import Connection
 
-from ..memory.near import U64, Payload, as_u64
+from ..memory.near import U64, Payload, u64_array
 from . import candidates
 from .layouts import Layout
 from .statements import RawConnection, fetch, fetch_chunks
@@ -166,9 +166,9 @@ def changes_of(rows: Sequence[Sequence[Any]], mark: Mark) -> Changes:
     touched = Touched(
         frozenset(int(row[1]) for row in rows),
         frozenset(int(row[2]) for row in rows if row[2] is not None),
-        as_u64(np.array(near, np.int64)),
+        u64_array(np.array(near, np.int64)),
     )
-    added = as_u64(np.array([row[0] for row in came], np.int64))
+    added = u64_array(np.array([row[0] for row in came], np.int64))
     rows_ = candidates.payload([row[4] for row in came], [_bytes(row[5]) for row in came])
     return Changes(added, rows_, went, mark, touched)
 
@@ -183,7 +183,7 @@ def read_stored(conn: Connection | RawConnection, layout: Layout, mark: Mark) ->
         rows.append(candidates.payload([row[1] for row in chunk], [_bytes(row[2]) for row in chunk]))
     if not fingerprints:
         return Stored(mark, np.empty(0, np.uint64), candidates.payload([], []))
-    return Stored(mark, as_u64(np.concatenate(fingerprints)), np.concatenate(rows))
+    return Stored(mark, u64_array(np.concatenate(fingerprints)), np.concatenate(rows))
 
 
 def _bytes(value: object) -> bytes | None:

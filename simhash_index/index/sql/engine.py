@@ -14,8 +14,8 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from sqlalchemy.pool import StaticPool
 from ... import defaults, urls
 from ...errors import IndexUnavailableError, MissingDependencyError, install_extra
 
+Transaction = Callable[..., AbstractContextManager[Connection]]  # SqlIndex.transaction(write=..., snapshot=...)
 WRITE = "simhash_write"  # execution option: this transaction will write
 SNAPSHOT = "simhash_snapshot"  # execution option: this transaction's reads all see one snapshot
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for

@@ -8,20 +8,18 @@ read a page logs its duplicate against it before the page goes, or finds it gone
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 
 from sqlalchemy.engine import Connection
 
 from ..base import Forgotten
 from ..records import key_hash
 from . import changes
-from .engine import lock_writers
+from .engine import Transaction, lock_writers
 from .statements import MARKS, delete_where, fetch, in_parameters, one_of
 
 CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
 
-Transaction = Callable[[], AbstractContextManager[Connection]]
 
 
 def remove_pages(conn: Connection, ids: Sequence[int]) -> Forgotten:

@@ -125,14 +125,6 @@ class Layout:
                 found.update(probes)
         return [(column, sorted(found)) for column, found in zip(self.lookup_columns, values) if found]
 
-    def candidates(self, fingerprint: int, radius: int) -> tuple[str, tuple[object, ...]]:
-        """SQLite: a statement reading (id, fingerprint, exact_only) of the rows that may be
-        within `radius`, a row found by several probes once per probe, and its parameters; the
-        caller checks the distance and exact_only (in the WHERE clause it would keep SQLite from
-        the halves' expression indexes). Exact-only rows have no blocks: no block probe finds them."""
-        exact_only = "0" if self.name == "blocks" else "exact_only"
-        return _union_of_probes(f"id, fingerprint, {exact_only}", self._probed([fingerprint], radius))
-
     def batch_candidates(self, fingerprints: Sequence[int], radius: int) -> tuple[str, tuple[object, ...]]:
         """SQLite: one statement reading the fingerprints that may be within `radius` of any of
         these (a row found by several probes once per probe), and its parameters. Only the

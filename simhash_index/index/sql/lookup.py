@@ -17,7 +17,6 @@ held, and a lookup that reads about probes x N / 65,536 index entries of the blo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal, Protocol, get_args
@@ -32,9 +31,9 @@ from ...fingerprinting.sketch import least_agreeing
 from ..memory.near import NearIndex, pairs_between
 from ..records import Policy, StoredPage
 from . import candidates, changes
-from .engine import lock_writers
+from .engine import Transaction, lock_writers
 from .layouts import Layout
-from .statements import PAGE_COLUMNS, fetch, pages_with, row_page
+from .statements import PAGE_COLUMNS, RawConnection, fetch, pages_with, row_page
 
 LookupName = Literal["memory", "sql"]
 LOOKUPS: tuple[LookupName, ...] = get_args(LookupName)
@@ -54,7 +53,6 @@ class Nearby:
 
 
 NearPages = Callable[[Connection, Sequence[Signature], Policy, Settles], list[Nearby]]
-Transaction = Callable[..., AbstractContextManager[Connection]]
 
 
 class Lookup(Protocol):
@@ -229,24 +227,29 @@ def _current(pages: dict[int, StoredPage], entries: list[Entry]) -> list[StoredP
 
 
 def table_near_pages(
-    conn: Connection, layout: Layout, signatures: Sequence[Signature], max_distance: int
+    conn: Connection | RawConnection,
+    layout: Layout,
+    signatures: Sequence[Signature],
+    max_distance: int,
+    selected: str = PAGE_COLUMNS,
 ) -> list[list[StoredPage]]:
-    """For each signature, the stored pages within max_distance of it, oldest first (in the
-    halves layout, pages matched only by their text may be among them: the rule leaves them out)."""
+    """For each signature, the stored pages within max_distance of it, oldest first, read by the
+    table's lookup columns (`selected`: the columns as page_columns gives them; in the halves
+    layout, pages matched only by their text may be among them: the rule leaves them out)."""
     dialect = conn.dialect.name
     wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
     found: list[list[StoredPage]] = [[] for _ in signatures]
     if not wanted:
         return found
     if dialect == "postgresql":
-        return _near_postgres(conn, layout, wanted, found, max_distance)
+        return _near_postgres(conn, layout, wanted, found, max_distance, selected)
     queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
     rows = fetch(conn, *layout.batch_candidates(queries.tolist(), max_distance))
     stored = np.unique(np.array([row[0] for row in rows], dtype=np.int64)).view(np.uint64)
     at, other = pairs_between(queries, stored, max_distance)
     if not len(at):
         return found
-    by_fingerprint = pages_by_fingerprint(conn, layout, np.unique(stored[other]).tolist())
+    by_fingerprint = pages_by_fingerprint(conn, layout, np.unique(stored[other]).tolist(), selected)
     for query, fingerprint in zip(at.tolist(), stored[other].tolist()):
         found[wanted[query][0]] += by_fingerprint.get(fingerprint, ())
     for pages in found:
@@ -254,14 +257,16 @@ def table_near_pages(
     return found
 
 
-def pages_by_fingerprint(conn: Connection, layout: Layout, fingerprints: list[int]) -> dict[int, list[StoredPage]]:
+def pages_by_fingerprint(
+    conn: Connection | RawConnection, layout: Layout, fingerprints: list[int], selected: str = PAGE_COLUMNS
+) -> dict[int, list[StoredPage]]:
     """The stored pages with these fingerprints, by fingerprint (one statement)."""
     found: dict[int, list[StoredPage]] = {}
     if not fingerprints:
         return found
     dialect = conn.dialect.name
     where, parameters = layout.rows_with_fingerprints(fingerprints, dialect)
-    for row in fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters):
+    for row in fetch(conn, f"SELECT {selected} FROM simhash_documents WHERE {where}", parameters):
         page = row_page(row, dialect)
         if page.signature.simhash is not None:
             found.setdefault(page.signature.simhash, []).append(page)
@@ -276,18 +281,19 @@ def pages_by_id(conn: Connection, ids: list[int]) -> list[StoredPage]:
 
 
 def _near_postgres(
-    conn: Connection,
+    conn: Connection | RawConnection,
     layout: Layout,
     wanted: list[tuple[int, int]],
     found: list[list[StoredPage]],
     max_distance: int,
+    selected: str,
 ) -> list[list[StoredPage]]:
     """`found` filled in at the positions `wanted` (position, fingerprint). Blocks: one statement
     for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
     batch = layout.near_batch([fp for _, fp in wanted], max_distance)
     if batch is not None:
         hits = [(n, to_unsigned(fingerprint)) for n, fingerprint in fetch(conn, *batch)]
-        by_fingerprint = pages_by_fingerprint(conn, layout, sorted({fp for _, fp in hits}))
+        by_fingerprint = pages_by_fingerprint(conn, layout, sorted({fp for _, fp in hits}), selected)
         for n, fingerprint in hits:
             found[wanted[n - 1][0]] += by_fingerprint.get(fingerprint, [])
         for pages in found:
@@ -300,7 +306,7 @@ def _near_postgres(
     with raw.pipeline():
         for _, fingerprint in wanted:
             cursor = raw.cursor()
-            cursor.execute(*layout.near(fingerprint, max_distance, PAGE_COLUMNS))
+            cursor.execute(*layout.near(fingerprint, max_distance, selected))
             cursors.append(cursor)
     for (position, _), cursor in zip(wanted, cursors):
         fetched = cursor.fetchall()

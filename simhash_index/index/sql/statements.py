@@ -8,7 +8,7 @@ formatted into the SQL).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, cast
 
@@ -173,6 +173,27 @@ def row_page(row: Sequence[Any], dialect: str) -> StoredPage:
         bloom=None if bloom is None else bytes(bloom),
     )
     return StoredPage(key, signature, row_id, read_time(dialect, stored_at), row_id)
+
+
+AGES = "words, dated, modified"  # what a survivor policy compares of a stored page
+
+
+def with_ages(conn: Connection | RawConnection, pages: list[StoredPage], ages: str = AGES) -> list[StoredPage]:
+    """The pages read from the table with their words and dates (`ages`: as the table gives
+    them); a page not read from it (no row id) is as it was."""
+    ids = sorted({page.row_id for page in pages if page.row_id is not None})
+    if not ids:
+        return pages
+    dialect = conn.dialect.name
+    found = {row[0]: row[1:] for row in pages_with(conn, "id", ids, f"id, {ages}")}
+    completed = []
+    for page in pages:
+        words, dated, modified = found.get(page.row_id, (page.signature.words, None, None))
+        known = replace(
+            page.signature, words=words, dated=read_time(dialect, dated), modified=read_time(dialect, modified)
+        )
+        completed.append(replace(page, signature=known) if page.row_id is not None else page)
+    return completed
 
 
 def db_time(dialect: str, moment: datetime) -> object:

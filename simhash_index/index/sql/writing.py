@@ -15,19 +15,18 @@ row this transaction holds (the same key, a page it matched): rolling back lets 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 
 import numpy as np
 from sqlalchemy.engine import Connection
 
 from ...errors import IndexUnavailableError, SimhashIndexError
 from ...fingerprinting.bits import to_signed
-from ..base import Page
+from ..base import Keyed
 from ..memory.near import pairs_between
 from ..records import Match, Policy, key_hash, now
 from . import batch, changes
-from .engine import lock_writers
+from .engine import Transaction, lock_writers
 from .layouts import Layout
 from .lookup import Lookup, MemoryLookup
 
@@ -37,7 +36,6 @@ WAIT_FOR_LOCK_MS = 200
 # a deadlock among writers, a matched page deleted meanwhile
 CONTENDED = {"55P03", "40P01", "23503"}
 
-Transaction = Callable[..., AbstractContextManager[Connection]]
 
 
 class Writer:
@@ -54,7 +52,7 @@ class Writer:
         self._where = where
         self._written = 0  # rows written since the change log was last trimmed
 
-    def check_and_add_many(self, pages: Sequence[Page], policy: Policy, dialect: str) -> list[Match | None]:
+    def check_and_add_many(self, pages: Sequence[Keyed], policy: Policy, dialect: str) -> list[Match | None]:
         if dialect == "postgresql" and isinstance(self.lookup, MemoryLookup):
             answers = self._optimistic(self.lookup, pages, policy)
             if answers is not None:
@@ -72,7 +70,7 @@ class Writer:
             feed.trim(conn)
             self._written = 0
 
-    def _locked(self, pages: Sequence[Page], policy: Policy) -> list[Match | None]:
+    def _locked(self, pages: Sequence[Keyed], policy: Policy) -> list[Match | None]:
         lookup = self.lookup
         for _ in range(CATCH_UP_TRIES):
             lookup.prepare()
@@ -89,7 +87,7 @@ class Writer:
             f"{self._where} changed faster than this writer could follow it {CATCH_UP_TRIES} times in a row"
         )
 
-    def _optimistic(self, lookup: MemoryLookup, pages: Sequence[Page], policy: Policy) -> list[Match | None] | None:
+    def _optimistic(self, lookup: MemoryLookup, pages: Sequence[Keyed], policy: Policy) -> list[Match | None] | None:
         """The batch decided and written before the lock; None when it met another writer's."""
         lookup.prepare()
         try:
@@ -113,7 +111,7 @@ class Writer:
         lookup.committed()
         return answers
 
-    def _decide(self, conn: Connection, pages: Sequence[Page], policy: Policy) -> list[Match | None]:
+    def _decide(self, conn: Connection, pages: Sequence[Keyed], policy: Policy) -> list[Match | None]:
         return batch.check_and_add_many(
             conn, self.layout, pages, policy, now(), evidence=self.evidence, near=self.lookup.near
         )
@@ -123,7 +121,7 @@ class _Met(Exception):
     """What other writers committed meanwhile touches the batch: roll it back."""
 
 
-def touches(found: changes.Changes, pages: Sequence[Page], radius: int) -> bool:
+def touches(found: changes.Changes, pages: Sequence[Keyed], radius: int) -> bool:
     """Whether rows that came or went share a key or a text with the batch's pages, or come
     within `radius` of one of their fingerprints."""
     touched = found.touched
