@@ -41,7 +41,9 @@ EXPECTED = {
 
 
 def extra(week: str, count: int) -> list[str]:
-    return english_article(70 + int(week[1]), paragraphs=1, sentences=count)
+    """A line of the week's: `count` short notes, fewer new words than make a capture a page of
+    its own (SIMHASH_ADDED_WORDS), so that the captures are copies of each other."""
+    return [" ".join(f"Note {week} {n}." for n in range(count))]
 
 
 def captures() -> dict[str, dict[str, str]]:
@@ -57,7 +59,7 @@ def captures() -> dict[str, dict[str, str]]:
             C: dated_page("C", c + extra(week, longer[C][week]), "2023-12-01", nav=0),
         }
     weeks["w3"][D] = page("D", d, nav=0)
-    weeks["w1"][MIRROR] = page("D", d + english_article(80, paragraphs=1, sentences=2), nav=0)
+    weeks["w1"][MIRROR] = page("D", [*d, "The mirror's own short note, a line longer."], nav=0)
     weeks["w2"][E] = page("E", english_article(44, paragraphs=8, sentences=8), nav=0)
     return weeks
 

@@ -123,22 +123,6 @@ class Feed(Protocol):
         """Delete the log's entries but the last KEEP or so (the caller holds the writer lock)."""
 
 
-def feed_for(conn: Connection | RawConnection) -> Feed:
-    """The change feed of the connection's database."""
-    return feed_of(conn.dialect.name)
-
-
-def feed_of(dialect: str) -> Feed:
-    """The change feed of a database by its dialect's name ("sqlite" or "postgresql")."""
-    if dialect == "sqlite":
-        from .changes_sqlite import SqliteFeed
-
-        return SqliteFeed()
-    from .changes_postgres import PostgresFeed
-
-    return PostgresFeed()
-
-
 def restart(conn: Connection) -> None:
     """The log emptied and a new epoch: every writer builds its index again (after a reset)."""
     conn.exec_driver_sql(f"DELETE FROM {CHANGES}")

@@ -16,6 +16,7 @@ from ..base import Forgotten
 from ..records import key_hash
 from . import changes
 from .engine import Transaction, lock_writers
+from .feeds import feed_for
 from .statements import MARKS, delete_where, fetch, in_parameters, one_of
 
 CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
@@ -73,6 +74,6 @@ def reset(conn: Connection) -> Forgotten:
     lock_writers(conn)
     duplicates = conn.exec_driver_sql("DELETE FROM simhash_duplicates").rowcount
     forgotten = Forgotten(int(conn.exec_driver_sql("DELETE FROM simhash_documents").rowcount), int(duplicates))
-    if changes.feed_for(conn).installed(conn):
+    if feed_for(conn).installed(conn):
         changes.restart(conn)
     return forgotten

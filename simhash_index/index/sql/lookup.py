@@ -32,6 +32,7 @@ from ..memory.near import NearIndex, pairs_between
 from ..records import Policy, StoredPage
 from . import candidates, changes
 from .engine import Transaction, lock_writers
+from .feeds import FEEDS
 from .layouts import Layout
 from .statements import PAGE_COLUMNS, RawConnection, fetch, pages_with, row_page
 
@@ -106,7 +107,7 @@ class MemoryLookup:
         """`transaction(write=..., snapshot=...)`: a transaction on the index's database."""
         self.layout = layout
         self._transaction = transaction
-        self._feed = changes.feed_of(dialect)
+        self._feed = FEEDS[dialect]
         self.index: NearIndex | None = None
         self._mark: changes.Mark | None = None
         self._stale = 0

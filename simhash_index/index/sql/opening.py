@@ -17,8 +17,9 @@ from ...errors import (
     SchemeMismatchError,
     SimhashIndexError,
 )
-from . import changes, migrate
+from . import migrate
 from .engine import SCHEMA_LOCK, is_memory, sqlite_path
+from .feeds import feed_for
 from .layouts import Layout
 from .schema import SCHEMA_VERSION, evidence_of, tables
 from .table_indexes import build_missing_indexes
@@ -117,7 +118,7 @@ def open_tables(
         )
     if create:
         build_missing_indexes(conn, tables(found, evidence=evidence_of(version or SCHEMA_VERSION)).documents)
-        changes.feed_for(conn).install(conn)
+        feed_for(conn).install(conn)
         if "scheme" not in meta:
             conn.execute(
                 text("INSERT INTO simhash_meta (name, value) VALUES ('scheme', :v)"), {"v": scheme or default_scheme}

@@ -27,6 +27,7 @@ from ..memory.near import pairs_between
 from ..records import Match, Policy, key_hash, now
 from . import batch, changes
 from .engine import Transaction, lock_writers
+from .feeds import feed_for
 from .layouts import Layout
 from .lookup import Lookup, MemoryLookup
 
@@ -63,7 +64,7 @@ class Writer:
     def wrote(self, conn: Connection, rows: int, *, locked: bool = True) -> None:
         """Every changes.TRIM_EVERY rows this process wrote, trim the change log (under the writer lock)."""
         self._written += rows
-        feed = changes.feed_for(conn)
+        feed = feed_for(conn)
         if self._written >= changes.TRIM_EVERY and feed.installed(conn):
             if not locked:
                 lock_writers(conn)
