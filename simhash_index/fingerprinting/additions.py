@@ -92,8 +92,8 @@ class Added:
 
     @property
     def chance(self) -> float:
-        """The probability that a new token is seen new: each of its shingles seen absent."""
-        return self.free**self.size
+        """The share of new tokens seen new, in a long run of them (_filled taken into account)."""
+        return _seen_share(self.size, round(self.free, 4))
 
     @property
     def estimate(self) -> int:
@@ -144,6 +144,27 @@ def _filled(absent: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
     filled: npt.NDArray[np.bool_] = absent.copy()
     filled[1:-1] |= absent[:-2] & absent[2:]
     return filled
+
+
+@cache
+def _seen_share(size: int, absent: float, run: int = 400) -> float:
+    """The expected share of a run of `run` new tokens seen new (as _run_cdf's X)."""
+    states: dict[tuple[bool, bool, int], float] = {(False, False, 0): 1.0}
+    shingles, seen = run + size - 1, 0.0
+    for j in range(shingles + 1):
+        after: dict[tuple[bool, bool, int], float] = {}
+        outcomes = ((True, absent), (False, 1.0 - absent)) if j < shingles else ((False, 1.0),)
+        for (before, last, streak), p in states.items():
+            for now, q in outcomes:
+                streak_ = 0
+                if j > 0 and (last or (before and now)):
+                    streak_ = min(streak + 1, size)
+                    if streak_ == size and j - 1 >= size - 1:
+                        seen += p * q
+                key = (last, now, streak_)
+                after[key] = after.get(key, 0.0) + p * q
+        states = after
+    return seen / run
 
 
 @cache
