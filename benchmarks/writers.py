@@ -24,14 +24,18 @@ decide its first batch (building the in-memory index from the table).
 Then, untimed, what a decision meets at each radius (--count-batches batches of the same kind of
 pages, one writer, the memory lookup): per page, the stored pages within the radius (counted in
 numpy against the stored fingerprints), the rows its writer read from the table, the candidates
-whose sketches were compared (the rule's `judge`) and how many of those were turned away.
+whose sketches were compared (the rule's `judge`) and how many of those were turned away. With
+--profile, those batches at the largest radius run under cProfile too: where a batch's time goes.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import multiprocessing
 import os
+import pstats
 import random
 import tempfile
 import time
@@ -43,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import Timer, command, machine, median, stamp, table, write_section
+from benchmarks._common import Timer, add_write, command, machine, median, stamp, table, write_section
 from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, settle, vacuum
 from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, split
 from simhash_index import Signature, open_index
@@ -103,10 +107,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batches", type=int, default=40, help=f"batches of {BATCH} a writer decides, at most")
     p.add_argument("--seconds", type=float, default=20.0, help="a configuration stops deciding after this")
     p.add_argument("--count-batches", type=int, default=10, help="batches whose candidates are counted (0: none)")
+    p.add_argument("--profile", action="store_true", help="profile the counted batches at the largest radius")
     p.add_argument("--sqlite-writers", action="store_true", help="run several SQLite writers too")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
-    p.add_argument("--write", nargs="?", const="writers", metavar="SECTION", help="write docs/performance.md's section")
+    add_write(p)
     return p
 
 
@@ -212,8 +217,9 @@ def counting(met: Counter[str]) -> Iterator[None]:
         lookup.pages_by_fingerprint, rule.judge = read, judge  # type: ignore[assignment]
 
 
-def count(case: Case, radius: int, args: argparse.Namespace) -> None:
-    """What --count-batches batches of new pages meet at this radius, per page (untimed)."""
+def count(case: Case, radius: int, args: argparse.Namespace, profiler: cProfile.Profile | None = None) -> None:
+    """What --count-batches batches of new pages meet at this radius, per page (untimed; under the
+    profiler, when one is given)."""
     made = pages(case.workload, args.count_batches * BATCH, args.seed * 7919 + radius)
     keyed = [(f"https://counted.example/{radius}/{i}", s) for i, s in enumerate(made)]
     met = case.met.setdefault(radius, Counter())
@@ -221,10 +227,30 @@ def count(case: Case, radius: int, args: argparse.Namespace) -> None:
     for signature in made:
         met["within"] += int(np.count_nonzero(np.bitwise_count(stored ^ np.uint64(signature.simhash)) <= radius))
     with open_index(case.url, max_distance=radius) as index, counting(met):
-        for offset in range(0, len(keyed), BATCH):
+        # the first batch builds the in-memory index: not what a batch costs, so not profiled
+        met["dropped"] += sum(m is not None for m in index.check_and_add_many(keyed[:BATCH]))
+        if profiler is not None:
+            profiler.enable()
+        for offset in range(BATCH, len(keyed), BATCH):
             met["dropped"] += sum(m is not None for m in index.check_and_add_many(keyed[offset : offset + BATCH]))
+        if profiler is not None:
+            profiler.disable()
         met["pages"] += len(keyed)
         index.forget(key for key, _ in keyed)
+
+
+def profiled(case: Case, radius: int, profiler: cProfile.Profile, batches: int) -> str:
+    """The top functions of a profile by own time, with their cumulative share."""
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    total = stats.total_tt  # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:12]  # type: ignore[attr-defined]
+    lines = [f"{case.name}, radius {radius}: {1000 * total / batches:.1f} ms a batch of {BATCH} under the profiler"]
+    for (path, line, name), (_, _, own, cumulative, _) in rows:
+        lines.append(
+            f"  {100 * own / total:4.1f}% own {100 * cumulative / total:5.1f}% cumulative"
+            f"  {Path(path).name}:{line} {name}"
+        )
+    return "\n".join(lines)
 
 
 @contextmanager
@@ -301,13 +327,20 @@ def main() -> None:
         for round_ in range(args.rounds):
             for case, config in random.Random(round_).sample(runs, len(runs)):
                 run(case, config, args, round_)
+        profiles = []
         for case in cases if args.count_batches else []:
-            for radius in sorted({r for r in args.radii if r > 0}):
-                count(case, radius, args)
+            radii = sorted({r for r in args.radii if r > 0})
+            for radius in radii:
+                profiler = cProfile.Profile() if args.profile and radius == radii[-1] else None
+                count(case, radius, args, profiler)
+                if profiler is not None:
+                    profiles.append(profiled(case, radius, profiler, args.count_batches - 1))
         text = report(cases, args, started, machine())
     print(text)
+    if profiles:
+        print("\n```\n" + "\n".join(profiles) + "\n```")
     if args.write:
-        write_section(args.write, text)
+        write_section("writers", text)
 
 
 if __name__ == "__main__":
