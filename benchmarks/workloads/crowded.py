@@ -42,6 +42,7 @@ import xxhash
 
 from benchmarks._common import Timer, table
 from benchmarks.workloads import crowding
+from simhash_index.defaults import MAX_DISTANCE, MIN_SIMILARITY
 from simhash_index.fingerprinting.fingerprinter import Signature
 
 CACHE = crowding.CACHE
@@ -51,20 +52,24 @@ HELD_OUT = 100  # page j of a site with j % HELD_OUT == HELD_OUT - 1 is held out
 
 @dataclass(frozen=True)
 class Model:
-    """How a site's pages are made; the defaults are the calibrated ones (README)."""
+    """How a site's pages are made; the defaults are the calibrated ones (README). Word counts are
+    medians of lognormals (over sites for a site's, over pages for a page's)."""
 
-    size_median: float = 2000.0  # pages of a site (lognormal)
+    size_median: float = 2000.0  # pages of a site
     size_sigma: float = 1.5
     size_max: int = 400_000
-    template: float = 120.0  # median words of a site's template part (lognormal over sites)
+    template: float = 120.0  # words of a site's template, on every page: votes and shingles shared
     template_sigma: float = 0.8
-    section_pages: int = 200  # pages of a section
-    section: float = 60.0  # median words of a section's part (lognormal over sections)
-    section_sigma: float = 1.0
-    own: float = 400.0  # median words of a page's own text (lognormal over pages)
+    section_pages: int = 50  # pages of a section
+    vocabulary: float = 300.0  # weight of a section's shared vocabulary: votes shared, shingles not
+    vocabulary_sigma: float = 1.0
+    own: float = 400.0  # words of a page's own text
     own_sigma: float = 1.0
-    short: float = 0.1  # share of short pages (listing, tag, stub pages)
-    short_own: float = 8.0  # their median own words
+    short: float = 0.01  # median share of a site's short pages (stubs, listings: little text of their own)
+    short_sigma: float = 0.7
+    short_own: float = 8.0  # their own words
+    twins: float = 0.35  # share of pages that are another page of their section edited (method and function)
+    edits: float = 0.1  # at most this share of a twin's own words differ (uniform from none)
 
     @property
     def digest(self) -> str:
@@ -80,40 +85,81 @@ def site_size(model: Model, seed: int, site: int) -> int:
 
 
 def _bytes(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return rng.integers(0, 256, size=shape, dtype=np.uint8)
+    count = int(np.prod(shape))
+    return rng.bit_generator.random_raw(-(-count // 8)).view(np.uint8)[:count].reshape(shape)
 
 
-def site(model: Model, seed: int, s: int, size: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Site s's pages in page order: fingerprints (uint64), sketches (pages x 256 uint8), words."""
+def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+def site(
+    model: Model, seed: int, s: int, size: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Site s's pages in page order: fingerprints (uint64), sketches (pages x 256 uint8), words, and
+    whether a crawl at the default radius would store the page (`survives`)."""
     size = site_size(model, seed, s) if size is None else size
     rng = np.random.default_rng([seed, s, 1])
     template = rng.lognormal(np.log(model.template), model.template_sigma)
     sections = -(-size // model.section_pages)
-    section = rng.lognormal(np.log(model.section), model.section_sigma, sections)
-    short = rng.random(size) < model.short
-    own = np.where(
-        short,
-        rng.lognormal(np.log(model.short_own), model.own_sigma, size),
-        rng.lognormal(np.log(model.own), model.own_sigma, size),
-    )
-    own = np.maximum(1.0, own)
+    vocabulary = rng.lognormal(np.log(model.vocabulary), model.vocabulary_sigma, sections)
+    short = rng.random(size) < min(0.5, rng.lognormal(np.log(model.short), model.short_sigma))
+    own = np.maximum(1.0, rng.lognormal(np.log(np.where(short, model.short_own, model.own)), model.own_sigma))
     of = np.arange(size) // model.section_pages  # each page's section
-    # fingerprints: the sign of each bit's vote, template + section + own
-    vote = rng.normal(0.0, np.sqrt(template), 64) + rng.normal(0.0, 1.0, (sections, 64)) * np.sqrt(section)[:, None]
-    vote = vote[of] + rng.normal(0.0, 1.0, (size, 64)) * np.sqrt(own)[:, None]
-    fingerprints = np.packbits(vote > 0, axis=1, bitorder="little").view(np.uint64).ravel()
-    # sketches: per slot, the part whose minimum is least gives the byte
-    least_template = rng.standard_exponential(SKETCH, dtype=np.float32) / np.float32(template)
-    least_section = rng.standard_exponential((sections, SKETCH), dtype=np.float32) / section[:, None].astype(np.float32)
-    least_own = rng.standard_exponential((size, SKETCH), dtype=np.float32) / own[:, None].astype(np.float32)
-    sketches = _bytes(rng, (size, SKETCH))
-    section_bytes = _bytes(rng, (sections, SKETCH))[of]
-    shared = np.minimum(least_section[of], least_template[None, :])
-    by_section = least_section[of] < least_template[None, :]
-    winner = np.where(by_section, section_bytes, _bytes(rng, (SKETCH,))[None, :])
-    sketches = np.where(shared < least_own, winner, sketches)
-    words = np.round(template + section[of] + own).astype(np.int64)
-    return fingerprints, sketches, words
+    # own text: a page's own vote (variance: its words) and, per slot, its shingles' least hash and byte
+    own_vote = _normal(rng, (size, 64)) * np.sqrt(own).astype(np.float32)[:, None]
+    own_least = rng.standard_exponential((size, SKETCH), dtype=np.float32) / own[:, None].astype(np.float32)
+    own_bytes = _bytes(rng, (size, SKETCH))
+    # twins: page j takes page k's own text (k an earlier page of its section) with a share e changed
+    twin = np.flatnonzero((rng.random(size) < model.twins) & (np.arange(size) % model.section_pages > 0))
+    first = of[twin] * model.section_pages
+    source = first + (rng.random(len(twin)) * (twin - first)).astype(np.int64)
+    e = rng.random(len(twin)) * model.edits
+    own[twin] = own[source]
+    # the vote of the words taken out, given k's whole vote (a Gaussian's conditional), and of those put in
+    removed = (
+        e[:, None] * own_vote[source] + _normal(rng, (len(twin), 64)) * np.sqrt(e * (1 - e) * own[source])[:, None]
+    )
+    own_vote[twin] = own_vote[source] - removed + _normal(rng, (len(twin), 64)) * np.sqrt(e * own[source])[:, None]
+    kept = (
+        rng.random((len(twin), SKETCH), dtype=np.float32) < ((1 - e) / (1 + e))[:, None]
+    )  # the own parts' Jaccard similarity
+    own_least[twin] = np.where(kept, own_least[source], own_least[twin])
+    own_bytes[twin] = np.where(kept, own_bytes[source], own_bytes[twin])
+    # fingerprints: the sign of each bit's vote, template + the section's vocabulary + own
+    vote = rng.normal(0.0, np.sqrt(template), 64) + _normal(rng, (sections, 64)) * np.sqrt(vocabulary)[:, None]
+    fingerprints = np.packbits(vote[of] + own_vote > 0, axis=1, bitorder="little").view(np.uint64).ravel()
+    # sketches: per slot, the template's byte where its least hash is below the page's own
+    template_least = rng.standard_exponential(SKETCH, dtype=np.float32) / np.float32(template)
+    sketches = np.where(template_least[None, :] < own_least, _bytes(rng, (SKETCH,))[None, :], own_bytes)
+    words = np.round(template + own).astype(np.int64)
+    candidates = np.union1d(twin, np.flatnonzero(short))
+    return fingerprints, sketches, words, survives(fingerprints, sketches, candidates, of, short)
+
+
+def survives(
+    fingerprints: np.ndarray, sketches: np.ndarray, candidates: np.ndarray, of: np.ndarray, short: np.ndarray
+) -> np.ndarray:
+    """Which pages a crawl would store: not a twin or short page that has an earlier page of its
+    section, or an earlier short page, within the default radius and at least min_similarity
+    similar (the pages that can be near-duplicates; an earlier page is counted whether or not it
+    was stored itself)."""
+    first = np.searchsorted(of, of[candidates])  # each candidate's section starts there
+    span = int((candidates - first).max(initial=0))
+    earlier = first[:, None] + np.arange(span)[None, :]
+    at, k = np.nonzero(earlier < candidates[:, None])
+    later, before = [candidates[at]], [earlier[at, k]]
+    stubs = np.flatnonzero(short)
+    if len(stubs) > 1:
+        a, b = np.nonzero(np.bitwise_count(fingerprints[stubs, None] ^ fingerprints[None, stubs]) <= MAX_DISTANCE)
+        later.append(stubs[b[a < b]])
+        before.append(stubs[a[a < b]])
+    j, i = np.concatenate(later), np.concatenate(before)
+    close = np.bitwise_count(fingerprints[i] ^ fingerprints[j]) <= MAX_DISTANCE
+    j, i = j[close], i[close]
+    kept = np.ones(len(fingerprints), dtype=bool)
+    kept[j[crowding.similarities(sketches[i], sketches[j]) >= MIN_SIMILARITY]] = False
+    return kept
 
 
 @dataclass
@@ -134,46 +180,25 @@ _PARTS = ("fingerprints", "sketches", "words", "sites", "fresh_fingerprints", "f
 
 def build(n: int, seed: int, model: Model, folder: Path) -> None:
     """Generate the first n stored pages (and their sites' fresh pages) into `folder`, as .npy files."""
-    held = np.arange(model.size_max) % HELD_OUT == HELD_OUT - 1
-    sizes, total, s = [], 0, 0
-    while total < n:
-        sizes.append(site_size(model, seed, s))
-        total += sizes[-1] - int(held[: sizes[-1]].sum())
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in _PARTS}
+    stored, s = 0, 0
+    while stored < n:
+        fingerprints, sketches, words, kept = site(model, seed, s)
+        held = np.arange(len(fingerprints)) % HELD_OUT == HELD_OUT - 1
+        keep = np.flatnonzero(kept & ~held)[: n - stored]
+        gone = np.flatnonzero(held)
+        for name, array in (("fingerprints", fingerprints), ("sketches", sketches), ("words", words)):
+            parts[name].append(array[keep])
+            if name != "words":
+                parts[f"fresh_{name}"].append(array[gone])
+        parts["sites"].append(np.full(len(keep), s, dtype=np.int32))
+        parts["fresh_sites"].append(np.full(len(gone), s, dtype=np.int32))
+        stored += len(keep)
         s += 1
-    fresh = sum(int(held[:size].sum()) for size in sizes)
     folder.mkdir(parents=True, exist_ok=True)
-    shapes = {
-        "fingerprints": ((n,), np.uint64),
-        "sketches": ((n, SKETCH), np.uint8),
-        "words": ((n,), np.int64),
-        "sites": ((n,), np.int32),
-        "fresh_fingerprints": ((fresh,), np.uint64),
-        "fresh_sketches": ((fresh, SKETCH), np.uint8),
-        "fresh_sites": ((fresh,), np.int32),
-    }
-    out = {
-        name: np.lib.format.open_memmap(folder / f"{name}.tmp.npy", mode="w+", dtype=dtype, shape=shape)
-        for name, (shape, dtype) in shapes.items()
-    }
-    at, fresh_at = 0, 0
-    for s, size in enumerate(sizes):
-        fingerprints, sketches, words = site(model, seed, s, size)
-        out_of = held[:size]
-        keep = min(n - at, size - int(out_of.sum()))
-        kept = np.flatnonzero(~out_of)[:keep]
-        out["fingerprints"][at : at + keep] = fingerprints[kept]
-        out["sketches"][at : at + keep] = sketches[kept]
-        out["words"][at : at + keep] = words[kept]
-        out["sites"][at : at + keep] = s
-        at += keep
-        gone = np.flatnonzero(out_of)
-        out["fresh_fingerprints"][fresh_at : fresh_at + len(gone)] = fingerprints[gone]
-        out["fresh_sketches"][fresh_at : fresh_at + len(gone)] = sketches[gone]
-        out["fresh_sites"][fresh_at : fresh_at + len(gone)] = s
-        fresh_at += len(gone)
-    for array in out.values():
-        array.flush()
-    del out
+    for name in _PARTS:
+        np.save(folder / f"{name}.tmp.npy", np.concatenate(parts[name]))
+        parts[name].clear()
     for name in _PARTS:  # the folder is complete only once every part has its final name
         os.replace(folder / f"{name}.tmp.npy", folder / f"{name}.npy")
 
@@ -255,7 +280,7 @@ def calibration(args: argparse.Namespace) -> str:
         real = crowding.site_pages(name, git_dir, folder, args.workers)
         measured = crowding.crowding(real, crowding.sample(real, args.sample))
         rows += crowding.summary(f"{name} (real)", len(real), measured)
-        fingerprints, sketches, words = site(MODEL, args.seed, 10_000_000 + len(rows), len(real))
+        fingerprints, sketches, words, _ = site(MODEL, args.seed, 10_000_000 + len(rows), len(real))
         made = crowding.Pages(f"{name} (generated)", fingerprints, sketches, words)
         rows += crowding.summary(made.name, len(made), crowding.crowding(made, crowding.sample(made, args.sample)))
     pages = load(args.n, args.seed)

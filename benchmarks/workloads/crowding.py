@@ -65,8 +65,10 @@ def _html_blobs(git_dir: str, folder: str) -> Iterator[bytes]:
     for blob in ids:
         batch.stdin.write(f"{blob}\n".encode())
         batch.stdin.flush()
-        size = int(batch.stdout.readline().split()[2])
-        yield batch.stdout.read(size + 1)[:-1]
+        header = batch.stdout.readline().split()
+        if header[-1] == b"missing":  # a snapshot may list a large file it does not hold
+            continue
+        yield batch.stdout.read(int(header[2]) + 1)[:-1]
     batch.stdin.close()
     batch.wait()
 
@@ -120,15 +122,13 @@ def crowding(pages: Pages, rows: np.ndarray | None = None, among: int | None = N
     within = {r: np.zeros(len(rows), dtype=np.int64) for r in RADII}
     turned = {r: np.zeros(len(rows), dtype=np.int64) for r in RADII}
     similar: dict[int, list[np.ndarray]] = {r: [] for r in RADII}
-    chance = 1 / SKETCH
     step = max(1, 2**24 // n)  # rows a pass: a pass holds step x n distances
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
         distance = np.bitwise_count(pages.fingerprints[chunk, None] ^ pages.fingerprints[None, :n])
         distance[chunk[:, None] == np.arange(n)[None, :]] = 64
         at, other = np.nonzero(distance <= max(RADII))
-        agree = (pages.sketches[chunk[at]] == pages.sketches[other]).mean(axis=1)
-        score = np.maximum(0.0, (agree - chance) / (1 - chance))
+        score = similarities(pages.sketches[chunk[at]], pages.sketches[other])
         for r in RADII:
             keep = distance[at, other] <= r
             within[r][start : start + len(chunk)] = np.bincount(at[keep], minlength=len(chunk))
@@ -137,6 +137,12 @@ def crowding(pages: Pages, rows: np.ndarray | None = None, among: int | None = N
             )
             similar[r].append(score[keep])
     return Crowding(within, {r: np.concatenate(s) for r, s in similar.items()}, turned)
+
+
+def similarities(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The rule's sketch similarity (sketch.estimate_jaccard) of sketches a and b, row by row."""
+    agree = (a == b).mean(axis=-1)
+    return np.maximum(0.0, (agree - 1 / SKETCH) / (1 - 1 / SKETCH))
 
 
 def sample(pages: Pages, count: int | None, seed: int = 0) -> np.ndarray | None:
