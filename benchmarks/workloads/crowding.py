@@ -49,8 +49,8 @@ class Pages:
         return len(self.fingerprints)
 
 
-def _html_blobs(git_dir: str, folder: str) -> Iterator[bytes]:
-    """The HTML files under `folder` of the repository's HEAD, as bytes."""
+def _html_blobs(git_dir: str, folder: str, every: int = 1) -> Iterator[bytes]:
+    """The HTML files under `folder` of the repository's HEAD (every `every`-th in path order), as bytes."""
     listing = subprocess.run(
         ["git", "--git-dir", git_dir, "ls-tree", "-r", "HEAD", "--", folder or "."],
         capture_output=True,
@@ -58,6 +58,7 @@ def _html_blobs(git_dir: str, folder: str) -> Iterator[bytes]:
         check=True,
     ).stdout
     ids = [line.split()[2] for line in listing.splitlines() if line.endswith(".html") and line.split()[1] == "blob"]
+    ids = ids[::every]
     batch = subprocess.Popen(
         ["git", "--git-dir", git_dir, "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
@@ -84,12 +85,12 @@ def _sign(html: bytes) -> tuple[int, int, bytes, int] | None:
     return signature.simhash, signature.text_hash, signature.sketch, signature.words or 0  # type: ignore[return-value]
 
 
-def site_pages(name: str, git_dir: str, folder: str, workers: int) -> Pages:
-    """A site's signed pages, from CACHE when they were signed before."""
-    digest = xxhash.xxh64_hexdigest(f"{git_dir}:{folder}".encode())[:8]
+def site_pages(name: str, git_dir: str, folder: str, workers: int, every: int = 1) -> Pages:
+    """A site's signed pages (every `every`-th), from CACHE when they were signed before."""
+    digest = xxhash.xxh64_hexdigest(f"{git_dir}:{folder}:{every}".encode())[:8]
     path = CACHE / "real" / f"{name}-{digest}.npz"
     if not path.exists():
-        blobs = list(_html_blobs(git_dir, folder))
+        blobs = list(_html_blobs(git_dir, folder, every))
         with Pool(workers) as pool:
             signed = [s for s in pool.imap(_sign, blobs, chunksize=16) if s is not None]
         unique = list({text: (fp, sketch, words) for fp, text, sketch, words in signed}.values())
@@ -196,6 +197,7 @@ def parser() -> argparse.ArgumentParser:
         "--site", action="append", required=True, help="NAME=GIT_DIR:FOLDER (repeatable): the HTML under FOLDER"
     )
     p.add_argument("--workers", type=int, default=2, help="processes extracting and signing pages")
+    p.add_argument("--every", type=int, default=1, help="sign every Nth page of each site (a big site's sample)")
     return p
 
 
@@ -207,7 +209,7 @@ def main() -> None:
         git_dir, _, folder = where.rpartition(":")
         if not name or not git_dir:
             raise SystemExit(f"--site takes NAME=GIT_DIR:FOLDER; got {spec!r}")
-        pages = site_pages(name, git_dir, folder, args.workers)
+        pages = site_pages(name, git_dir, folder, args.workers, args.every)
         print(f"{name}: {len(pages):,} distinct near-matchable texts of {pages.files:,} HTML files", flush=True)
         rows += summary(name, len(pages), crowding(pages))
     print(table(HEADER, rows))
