@@ -84,8 +84,9 @@ def write_section(name: str, body: str, path: Path = DOCS) -> None:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
     if not pattern.search(text):
+        shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
         raise SystemExit(
-            f"{path.relative_to(REPO)} has no {start} ... {end} section: add the two markers where the section "
-            "belongs, then run again with --write"
+            f"{shown} has no {start} ... {end} section: add the two markers where the section belongs, "
+            "then run again with --write"
         )
     path.write_text(pattern.sub(lambda _: f"{start}\n{body.strip()}\n{end}\n", text), encoding="utf-8")
