@@ -3,7 +3,7 @@
     python -m benchmarks.index [--workloads uniform,crowded] [--n 100000] [--backends sqlite]
                                [--layouts blocks] [--radius R] [--rounds 3] [--peer] [--write]
 
-For each workload (benchmarks/workloads: uniform, templates, realistic, crowded, skew) and N, every
+For each workload (benchmarks/workloads: uniform, realistic, crowded, skew) and N, every
 (backend, layout) index is loaded with the same pages by `add_many` (SQLite in a temporary folder,
 PostgreSQL in a schema of its own, VACUUM ANALYZEd after the load; Redis under a key prefix of its
 own; the layout applies to SQL). Then all indexes are measured in interleaved rounds (a shared
@@ -264,13 +264,12 @@ def main() -> None:
             )
         for case in cases:
             case.figures.update({k: 1 / median(v) for k, v in case.seconds.items() if v})
-    sources = "".join(sorted({f" Templates: {c.workload.source}." for c in cases if c.workload.source}))
     body = f"""## Index: {", ".join(args.workloads)}
 
 `{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(machine())}.
 {args.rounds} interleaved rounds of {args.queries} fresh and {args.queries} near-copy queries
 per index; medians. Peak RSS of the process:
-{peak_rss_mb():.0f} MB.{sources}
+{peak_rss_mb():.0f} MB.
 
 {table(HEADER, rows(cases, peers))}
 """

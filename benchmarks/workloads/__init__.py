@@ -2,8 +2,6 @@
 
 - uniform: random 64-bit fingerprints; no two pages share more bits than chance (this flatters an
   index). Fresh pages: random.
-- templates: template crowds around the eval corpus's real signatures, with sketches (templates.py).
-  Fresh pages: new pages of the same crowds.
 - realistic: sites with templates, reused paragraphs and near copies, calibrated per site to real
   sites (realistic.py): 1 to 15 stored pages within 6 bits of a page. Fresh pages: held-out pages of
   the same sites.
@@ -73,7 +71,6 @@ class Workload:
     copies: list[Page]  # near copies of stored pages
     signatures: Sequence[Signature] | None = None  # the stored pages with sketches, when the workload has them
     keys: list[str] | None = None  # their keys; None: page_key(i)
-    source: str = ""  # where the pages come from, when not generated alone
 
     def items(self) -> Iterator[tuple[str, Page]]:
         """(key, page) of every stored page, for add_many."""
@@ -98,19 +95,6 @@ def _skew(n: int, fresh: int, seed: int) -> Workload:
     fps[crowd] = (fps[crowd] & np.uint64(MASK64 ^ 0xFFFF)) | np.uint64(BLOCK0)
     near = _copies(fps[: max(1, n // 5)], fresh, random.Random(seed))
     return Workload("skew", fps[:n], fps[n:].tolist(), near)
-
-
-def _templates(n: int, fresh: int, seed: int) -> Workload:
-    from benchmarks.workloads import templates as crowds
-
-    base = crowds.templates()
-    stored = [s for _, s, _ in crowds.pages(base, n, seed, "stored")]
-    new = crowds.pages(base, 10 * fresh, seed + 1, "fresh", earlier=stored)
-    made: dict[bool, list[Page]] = {True: [], False: []}
-    for _, sig, near in new:
-        made[near].append(sig)
-    fps = np.array([s.simhash for s in stored], dtype=np.uint64)
-    return Workload("templates", fps, made[False][:fresh], made[True][:fresh], signatures=stored, source=base.source)
 
 
 def _sites(name: str) -> Callable[[int, int, int], Workload]:
@@ -139,7 +123,6 @@ def _crowded(n: int, fresh: int, seed: int) -> Workload:
 # WORKLOADS[name](n, fresh, seed): n stored pages, `fresh` new ones and as many near copies.
 WORKLOADS: dict[str, Callable[[int, int, int], Workload]] = {
     "uniform": _uniform,
-    "templates": _templates,
     "realistic": _sites("realistic"),
     "crowded": _crowded,
     "skew": _skew,
