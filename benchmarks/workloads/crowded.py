@@ -7,22 +7,24 @@ of the sizes of the real sites given (--site, as in crowding.py) beside those re
 the whole load, the stored pages within 6 and 8 bits of --sample held-out pages.
 
 A page's text is three parts: its site's template (what extraction leaves of navigation, headings and
-boilerplate: W_t words, on every page), its section's (a family of pages of one layout, W_s words,
-on every page of the section) and its own (L words, lognormal, a share of pages short). Its
-fingerprint is the default Fingerprinter's weighted vote: each distinct word adds +-weight to each bit
-by its hash, so a part of w word occurrences adds a vote of variance w on each bit, independent
-between parts and bits (the hashes of distinct words are); a page's vote is the sum of its parts'
-(a Gaussian of that variance each: T + S + O), its bits the signs. Its sketch is the b-bit MinHash of
-its shingles: for each of the 256 permutations, the minimum over the union of the parts is the least
-of the parts' minima; a part of w shingles has a minimum distributed as the least of w uniforms
-(exponential, rate w), and the slot's byte is the winning part's (the template's and a section's fixed,
-drawn once; a page's own random). So two pages agree on a slot when a shared part wins it in both, or
-by chance (1 in 256), as real b-bit MinHash sketches do. What this leaves out (shared vocabulary
-between pages' own texts) the calibration absorbs: the parameters are fitted so that generated sites
-reproduce real sites' pages within 6 and 8 bits and their similarity (benchmarks/workloads/README.md).
+boilerplate, on every page: votes and shingles shared), its section's vocabulary (the words a family
+of pages of one layout shares, identifiers say: votes shared, shingles not) and its own text
+(lognormal; a share of pages short, stubs and listings). A twin is another page of its section with
+some of its own words changed. Its fingerprint is the default Fingerprinter's weighted vote: each
+distinct word adds +-weight to each bit by its hash, so a part of w word occurrences adds a vote of
+variance w on each bit (tf^0.5 weights: the squared weights sum to the count), independent between
+parts and bits (the hashes of distinct words are); a page's vote is the sum of its parts' Gaussians,
+its bits the signs. Its sketch is the b-bit MinHash of its shingles: for each of the 256
+permutations, the minimum over the union of the parts is the least of the parts' minima; a part of w
+shingles has a minimum distributed as the least of w uniforms (exponential, rate w), and the slot's
+byte is the winning part's (the template's fixed, drawn once; a page's own random). So two pages
+agree on a slot when a shared part wins it in both, or by chance (1 in 256), as real b-bit MinHash
+sketches do. A page a crawl would have dropped (survives()) is not stored. The parameters (Model) are
+fitted so that generated sites reproduce real sites' pages within 6 and 8 bits and their similarity
+(benchmarks/workloads/README.md).
 
 Every page is a pure function of (seed, site); sites come in order, so the first N pages of a larger
-load are the N-page load. Site sizes are lognormal (SiteSizes): a 1M-page load holds sites of a few
+load are the N-page load. Site sizes are lognormal (Model): a 1M-page load holds sites of a few
 pages to over 100,000. One page in HELD_OUT of each site is not stored: the fresh pages a benchmark
 decides. Generated loads are cached in CACHE (/work/bench-cache unless $SIMHASH_BENCH_CACHE), a
 folder per model digest: 10M pages take 2.7 GB there, and 19 minutes to generate on a shared 2-core machine.
