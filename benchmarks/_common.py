@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import re
@@ -16,7 +17,6 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "performance.md"
 # The evaluation corpus: $SIMHASH_BENCH_EVAL, else shared/eval beside the clone.
 EVAL = Path(os.environ.get("SIMHASH_BENCH_EVAL") or REPO.parent / "shared" / "eval")
-_TITLE = "# How fast\n"
 
 
 def machine() -> str:
@@ -69,12 +69,24 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def add_write(parser: argparse.ArgumentParser, where: Path = DOCS) -> None:
+    """The one flag that lets a benchmark edit the docs: --write, off by default."""
+    parser.add_argument(
+        "--write", action="store_true", help=f"replace this benchmark's section of {where.relative_to(REPO)}"
+    )
+
+
 def write_section(name: str, body: str, path: Path = DOCS) -> None:
-    """Replace this benchmark's section of docs/performance.md, keeping the others."""
+    """Replace this benchmark's section of the page (between its `<!-- NAME: start -->` and
+    `<!-- NAME: end -->` markers), keeping the rest; a page without the markers is left alone:
+    where a new section goes is the writer's choice, not the benchmark's."""
     start, end = f"<!-- {name}: start -->", f"<!-- {name}: end -->"
-    section = f"{start}\n{body.strip()}\n{end}\n"
-    text = path.read_text() if path.exists() else _TITLE
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
-    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    if not pattern.search(text):
+        shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+        raise SystemExit(
+            f"{shown} has no {start} ... {end} section: add the two markers where the section belongs, "
+            "then run again with --write"
+        )
+    path.write_text(pattern.sub(lambda _: f"{start}\n{body.strip()}\n{end}\n", text), encoding="utf-8")

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._common import EVAL, REPO, command, load_of, machine, stamp, write_section
+from benchmarks._common import EVAL, REPO, add_write, command, load_of, machine, stamp, write_section
 from benchmarks._rss import Sampler
 
 ORDERS = {
@@ -149,7 +149,7 @@ def parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a Scrapy setting for every scored crawl"
     )
     p.add_argument("--scorer", type=Path, help="score.py to score with (default: the corpus's own)")
-    p.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md alone")
+    add_write(p)
     return p
 
 
@@ -189,7 +189,7 @@ def main() -> None:
                 print("\n" + sections[-1], flush=True)
     finally:
         server.shutdown()
-    if args.no_write:
+    if not args.write:
         return
     from simhash_index.workers import default_size
 

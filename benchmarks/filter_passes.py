@@ -3,7 +3,7 @@
 again and writes OUT), without a policy and with `--prefer newest`; wall time and the peak RSS of
 the process tree.
 
-    python -m benchmarks.filter_passes [--size-mb 1000] [--pages 4000] [--workers 2] [--write-docs]
+    python -m benchmarks.filter_passes [--size-mb 1000] [--pages 4000] [--workers 2] [--write]
 
 The archive (gzip per record) holds `--pages` HTML responses, each with its request (a quarter
 near copies of another page, a tenth captured twice under the same URL), and binary responses
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ._common import Timer, command, machine, stamp, table, write_section
+from ._common import Timer, add_write, command, machine, stamp, table, write_section
 from ._rss import Sampler
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "ba", "po", "gu", "fen", "tor", "lin", "mar"]
@@ -130,7 +130,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size-mb", type=int, default=1000, help="the archive's size")
     p.add_argument("--pages", type=int, default=4000, help="HTML responses in it")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    add_write(p)
     return p
 
 
@@ -173,7 +173,7 @@ def main() -> None:
         + f"\n\n`{command()}`, {stamp()}; {machine()}\n"
     )
     print(body)
-    if args.write_docs:
+    if args.write:
         write_section("filter_passes", body)
 
 

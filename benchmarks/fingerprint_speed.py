@@ -1,6 +1,6 @@
 """Fingerprint speed: our simhash against the `simhash` package and trafilatura's Simhash, same tokens.
 
-    python -m benchmarks.fingerprint_speed [--texts PATH] [--rounds 7] [--no-write]
+    python -m benchmarks.fingerprint_speed [--texts PATH] [--rounds 7] [--write]
                                            [--fingerprinter 'LABEL;key=value;...' ...]
 
 The texts are the evaluation corpus's extracted texts (../shared/eval/extracted_text.jsonl.gz),
@@ -38,7 +38,7 @@ from typing import Any
 
 from trafilatura import deduplication as trafilatura_dedup
 
-from benchmarks._common import DOCS, EVAL, REPO, Timer, command, machine, median, stamp, table, write_section
+from benchmarks._common import DOCS, EVAL, REPO, Timer, add_write, command, machine, median, stamp, table, write_section
 from simhash_index import simhash
 from simhash_index.text.tokens import normalize, words
 
@@ -254,7 +254,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fingerprint_speed", description=__doc__.splitlines()[0])
     p.add_argument("--texts", type=Path, default=DEFAULT_TEXTS, help="JSON lines (gzip) with a 'text' field")
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (the first is cold)")
-    p.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md alone")
+    add_write(p)
     p.add_argument(
         "--fingerprinter",
         action="append",
@@ -287,7 +287,7 @@ def main() -> None:
         from simhash_index.text.tokens import is_cjk_text
 
         print("\n" + jieba_share([text for text in texts if is_cjk_text(normalize(text))]))
-        if not args.no_write:
+        if args.write:
             write_section("signature_speed", signature_section(source, args.rounds, versus, verdicts))
             print(f"\nwrote {DOCS.relative_to(REPO)}")
         return
@@ -339,7 +339,7 @@ def main() -> None:
         f"vs trafilatura: {vs_trafilatura:.1f}x (target > 1x: {'met' if vs_trafilatura > 1 else 'MISSED'})"
     )
     print("\n" + result + "\n\n" + verdict)
-    if not args.no_write:
+    if args.write:
         write_section(
             "fingerprint_speed",
             f"""

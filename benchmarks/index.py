@@ -1,15 +1,14 @@
-"""The index benchmark: lookups and decisions per backend, layout and workload, side by side.
+"""Lookups and storage per backend, layout and workload, side by side (decisions: benchmarks/writers.py).
 
-    python -m benchmarks.index [--workloads uniform,templates] [--n 100000] [--backends sqlite]
+    python -m benchmarks.index [--workloads uniform,crowded] [--n 100000] [--backends sqlite]
                                [--layouts blocks] [--radius R] [--rounds 3] [--peer] [--write]
 
-For each workload (benchmarks/workloads: uniform, templates, realistic, crowded, skew) and N, every
+For each workload (benchmarks/workloads: uniform, realistic, crowded, skew) and N, every
 (backend, layout) index is loaded with the same pages by `add_many` (SQLite in a temporary folder,
 PostgreSQL in a schema of its own, VACUUM ANALYZEd after the load; Redis under a key prefix of its
 own; the layout applies to SQL). Then all indexes are measured in interleaved rounds (a shared
 machine's load hits all alike; medians): query() of fresh pages (new pages of the workload, not
-stored) and of near copies (a stored page 1 to 3 bits off), check_and_add (a commit each) and
-check_and_add_many in batches of 64 (one page in ten a near copy). Beside the rates: bytes per page
+stored) and of near copies (a stored page 1 to 3 bits off). Beside the rates: bytes per page
 (SQLite's file after a checkpoint, PostgreSQL's tables and indexes, Redis's used_memory growth), the
 index entries a fresh lookup reads (counted in numpy from the layout's probes; Redis: its 16-bit
 block buckets before its popcount filter), the stored pages within the radius, and 100 near copies'
@@ -21,7 +20,6 @@ in the same rounds.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import random
 import tempfile
@@ -32,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import Timer, command, load_of, machine, median, stamp, table, write_section
+from benchmarks._common import Timer, add_write, command, load_of, machine, median, stamp, table, write_section
 from benchmarks._rss import peak_rss_mb
 from benchmarks._stores import (
     DEFAULT_POSTGRES,
@@ -44,14 +42,13 @@ from benchmarks._stores import (
     sqlite_bytes,
     vacuum,
 )
-from benchmarks.workloads import WORKLOADS, Page, Workload, fingerprint_of, page_key, split
+from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, page_key, split
 from simhash_index import open_index
 from simhash_index.index.base import Index
 from simhash_index.index.sql.layouts import LAYOUTS, Layout
 
 BACKENDS = ("sqlite", "postgres", "redis")
-BATCH = 64
-KINDS = ("fresh", "near", "check", "batch")
+KINDS = ("fresh", "near")
 
 
 @dataclass
@@ -62,7 +59,6 @@ class Case:
     layout: str  # "-" for Redis
     workload: Workload
     index: Index
-    decide: list[list[Page]]  # each round's pages to decide, the same for every index of the workload
     figures: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
 
@@ -77,7 +73,7 @@ class Case:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.index", description=__doc__.splitlines()[0])
-    p.add_argument("--workloads", default="uniform,templates", type=lambda v: split(v, tuple(WORKLOADS), "--workloads"))
+    p.add_argument("--workloads", default="uniform,crowded", type=lambda v: split(v, tuple(WORKLOADS), "--workloads"))
     p.add_argument(
         "--n", default="100000", type=lambda v: sorted(int(x) for x in v.split(",")), help="sizes, e.g. 100000,1000000"
     )
@@ -86,14 +82,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--radius", type=int, help="the search radius (default: the index's)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     p.add_argument("--queries", type=int, default=500, help="fresh queries a round, and as many near copies")
-    p.add_argument("--checks", type=int, default=200, help="check_and_add calls per index a round")
-    p.add_argument("--batches", type=int, default=10, help=f"check_and_add_many batches of {BATCH} per index a round")
     p.add_argument("--batch-size", type=int, default=100_000, help="add_many's batch_size")
     p.add_argument("--peer", action="store_true", help="add the simhash package's index (slow to build past 100k)")
     p.add_argument("--seed", type=int, default=1, help="1: the realistic sites cached so far")
     p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
     p.add_argument("--redis-url", default=os.environ.get("SIMHASH_BENCH_REDIS_URL", DEFAULT_REDIS))
-    p.add_argument("--write", nargs="?", const="index", metavar="SECTION", help="write docs/performance.md's section")
+    add_write(p)
     return p
 
 
@@ -155,7 +149,7 @@ def brute_force(case: Case, queries: list[int]) -> int:
 
 
 def time_round(cases: list[Case], args: argparse.Namespace, round_: int, peers: dict[str, Peer]) -> None:
-    """Every index once, in a shuffled order: queries, then decisions on the round's own new pages."""
+    """Every index once, in a shuffled order: its queries."""
     rng = random.Random(args.seed + round_)
     for case in rng.sample(cases, len(cases)):
         w = case.workload
@@ -168,19 +162,6 @@ def time_round(cases: list[Case], args: argparse.Namespace, round_: int, peers: 
                 for q in batch:
                     case.index.query(q)
             case.seconds[kind].append(timer.seconds / len(batch))
-        tag = f"https://new.example.com/{case.backend}/{case.layout}/{round_}"
-        singles = [(f"{tag}/c{i}", p) for i, p in enumerate(case.decide[round_][: args.checks])]
-        many = [(f"{tag}/b{i}", p) for i, p in enumerate(case.decide[round_][args.checks :])]
-        if singles:
-            with Timer() as timer:
-                for key, page in singles:
-                    case.index.check_and_add(key, page)
-            case.seconds["check"].append(timer.seconds / len(singles))
-        if many:
-            with Timer() as timer:
-                for start in range(0, len(many), BATCH):
-                    case.index.check_and_add_many(many[start : start + BATCH])
-            case.seconds["batch"].append(timer.seconds / len(many))
     for peer in peers.values():
         peer.time_round()
 
@@ -210,20 +191,6 @@ class Peer:
             self.seconds[kind].append(timer.seconds / len(batch))
 
 
-def to_decide(workload: Workload, args: argparse.Namespace) -> list[list[Page]]:
-    """Each round's pages to decide (fresh ones, one in ten a near copy), drawn once for every index."""
-    rng = random.Random(args.seed)
-    per_round = args.checks + BATCH * args.batches
-    needed = args.queries + per_round * args.rounds
-    if len(workload.fresh) < needed:  # realistic: a site holds out 1 page in 100
-        print(f"{workload.name}: {len(workload.fresh):,} fresh pages for {needed:,}: some decided again", flush=True)
-    fresh = itertools.cycle(workload.fresh[args.queries :] + workload.fresh[: args.queries])
-    return [
-        [rng.choice(workload.copies) if i % 10 == 0 else next(fresh) for i in range(per_round)]
-        for _ in range(args.rounds)
-    ]
-
-
 def rows(cases: list[Case], peers: dict[str, Peer]) -> list[list[str]]:
     out = []
     for c in sorted(cases, key=lambda c: (c.workload.name, c.n, c.backend, c.layout)):
@@ -232,22 +199,21 @@ def rows(cases: list[Case], peers: dict[str, Peer]) -> list[list[str]]:
         same = peer is not None and peer.radius == c.index.max_distance
         vs = f"{f['fresh'] * median(peer.seconds['fresh']):.1f}x" if peer and same else "-"
         rates = [f"{f[k]:,.0f}" if k in f else "-" for k in ("load", "bytes", "fresh", "near")]
-        decisions = [f"{f[k]:,.0f}" if k in f else "-" for k in ("check", "batch")]
         counts = [f"{f['read']:,.1f}", f"{f['within']:.2f}", f"{f['agree']:.0f}/{f['verified']:.0f}"]
         out.append([c.backend, c.layout, str(c.index.max_distance), c.workload.name, f"{c.n:,}", *rates, vs])
-        out[-1] += decisions + counts
+        out[-1] += counts
     for key, peer in peers.items():
         name, n = key.split()
         fresh, near = (f"{1 / median(peer.seconds[k]):,.0f}" for k in ("fresh", "near"))
         built = f"build {peer.build:.0f} s"
         out.append(["simhash package", "in memory", str(peer.radius), name, f"{int(n):,}", built, "-", fresh, near])
-        out[-1] += ["1.0x", "-", "-", "-", "-", "-"]
+        out[-1] += ["1.0x", "-", "-", "-"]
     return out
 
 
 HEADER = [
     "backend", "layout", "radius", "workload", "N", "bulk load/s", "bytes/page", "queries/s fresh",
-    "queries/s near copy", "vs peer (fresh)", "check_and_add/s", f"check_and_add_many/s ({BATCH})",
+    "queries/s near copy", "vs peer (fresh)",
     "index entries read/lookup", "stored within radius/lookup", "near copies' answers = brute force",
 ]  # fmt: skip
 
@@ -255,21 +221,19 @@ HEADER = [
 def main() -> None:
     args = parser().parse_args()
     began, load_before = stamp(), machine()
-    fresh_needed = args.queries + (args.checks + BATCH * args.batches) * args.rounds
     cases: list[Case] = []
     peers: dict[str, Peer] = {}
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-index-")))
         for name in args.workloads:
             for n in args.n:
-                workload = WORKLOADS[name](n, fresh_needed, args.seed)
-                decide = to_decide(workload, args)
+                workload = WORKLOADS[name](n, args.queries, args.seed)
                 for backend in args.backends:
                     for layout in args.layouts if backend != "redis" else ["-"]:
                         index, size = open_case(
                             stack, args, folder, backend, layout if layout != "-" else "blocks", f"{name}-{n}"
                         )
-                        case = Case(backend, layout, workload, index, decide)
+                        case = Case(backend, layout, workload, index)
                         load(case, args, size)
                         radius = index.max_distance
                         sample = [fingerprint_of(p) for p in workload.fresh[:300]]
@@ -300,19 +264,18 @@ def main() -> None:
             )
         for case in cases:
             case.figures.update({k: 1 / median(v) for k, v in case.seconds.items() if v})
-    sources = "".join(sorted({f" Templates: {c.workload.source}." for c in cases if c.workload.source}))
     body = f"""## Index: {", ".join(args.workloads)}
 
 `{command()}` — {began}; {load_before} (at the start); load average at the end: {load_of(machine())}.
-{args.rounds} interleaved rounds of {args.queries} fresh and {args.queries} near-copy queries,
-{args.checks} check_and_add and {args.batches} batches of {BATCH} per index; medians. Peak RSS of the process:
-{peak_rss_mb():.0f} MB.{sources}
+{args.rounds} interleaved rounds of {args.queries} fresh and {args.queries} near-copy queries
+per index; medians. Peak RSS of the process:
+{peak_rss_mb():.0f} MB.
 
 {table(HEADER, rows(cases, peers))}
 """
     print("\n" + body)
     if args.write:
-        write_section(args.write, body)
+        write_section("index", body)
 
 
 if __name__ == "__main__":

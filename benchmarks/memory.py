@@ -1,6 +1,6 @@
 """Memory: does RSS level off? Of a dedup crawl (`crawl`), and of the index alone under batched decisions (`index`).
 
-    python -m benchmarks.memory crawl [--pages 100000] [--max-minutes 20] [--interval 1] [--plain] [--no-write]
+    python -m benchmarks.memory crawl [--pages 100000] [--max-minutes 20] [--interval 1] [--plain] [--write]
     python -m benchmarks.memory index [--pages 400000] [--batch 64] [--every 32000] [--url URL]
 
 crawl: a local HTTP server (a thread of this process) generates a site on the fly: page i links to
@@ -12,7 +12,7 @@ page in ten is a near-duplicate of an earlier page (the same text with a few wor
 `scrapy crawl site` crawls it with dedup on (SQLite index, SIMHASH_WORKERS and SIMHASH_BATCH_SIZE at
 their defaults; --plain: dedup off, the baseline), stopped after --pages pages or --max-minutes. The
 crawl's RSS (the process alone, and with its extraction workers) is sampled from /proc every
---interval seconds, beside the pages served so far. Writes docs/crawl_memory.png (--plain:
+--interval seconds, beside the pages served so far. With --write: docs/crawl_memory.png (--plain:
 crawl_memory_plain.png) and its section of docs/performance.md.
 
 index: decides --pages distinct pages (random fingerprints, text hashes and 256-byte sketches) in
@@ -38,7 +38,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks._common import EVAL, REPO, command, load_of, machine, stamp, table, write_section
+from benchmarks._common import EVAL, REPO, add_write, command, load_of, machine, stamp, table, write_section
 from benchmarks._rss import status_kb, tree_rss_mb
 from simhash_index import open_index
 from simhash_index.fingerprinting.fingerprinter import Signature
@@ -188,7 +188,7 @@ def parser() -> argparse.ArgumentParser:
     crawl.add_argument(
         "--plain", action="store_true", help="dedup off (SIMHASH_ENABLED=False): Scrapy's own curve, its own section"
     )
-    crawl.add_argument("--no-write", action="store_true")
+    add_write(crawl)
     index = which.add_parser("index", help="RSS of the index alone under batched decisions")
     index.add_argument("--pages", type=int, default=400_000)
     index.add_argument("--batch", type=int, default=64)
@@ -254,7 +254,7 @@ def crawl_memory(args: argparse.Namespace) -> None:
     name, picture = (
         ("crawl_memory_plain", PLOT.with_name("crawl_memory_plain.png")) if args.plain else ("crawl_memory", PLOT)
     )
-    if not args.no_write:
+    if args.write:
         plot(samples, picture)
     shortfall = (
         ""
@@ -289,7 +289,7 @@ from {early[1]:.0f} MB (20-30% of the pages fetched) to {late[1]:.0f} MB (85-95%
 ![RSS against pages fetched]({picture.name})
 """
     print(body)
-    if not args.no_write:
+    if args.write:
         write_section(name, body)
         print("wrote docs/crawl_memory.png and the crawl_memory section of docs/performance.md")
 

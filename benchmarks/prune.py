@@ -25,13 +25,14 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from benchmarks._common import REPO, command, machine, stamp, table, write_section
+from benchmarks._common import REPO, add_write, command, machine, stamp, table, write_section
 from benchmarks._rss import peak_rss_mb
 from benchmarks.workloads import flip, page_key
 from simhash_index import SimhashIndex
 from simhash_index.fingerprinting.fingerprinter import Signature
 
 DAY = 86400
+OPERATING = REPO / "docs" / "operating.md"
 
 
 def fingerprints(n: int, rng: random.Random) -> list[int]:
@@ -118,7 +119,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--logged", type=int, default=20_000)
     p.add_argument("--workdir", type=Path)
-    p.add_argument("--no-write", action="store_true")
+    add_write(p, OPERATING)
     return p
 
 
@@ -163,9 +164,8 @@ def main() -> None:
             f"{ours[1] / naive[1]:.3f}x its wait behind the one DELETE.",
         ]
     )
-    if not args.no_write:
-        doc = REPO / "docs" / "operating.md"
-        write_section("prune benchmark", body, doc)
+    if args.write:
+        write_section("prune benchmark", body, OPERATING)
     print(body)
 
 

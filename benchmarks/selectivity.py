@@ -5,7 +5,7 @@
                                      [--scorer ../shared/eval/score.py]
 
 --eval may be any corpus in ../shared/eval's format (the multilingual one that
-benchmarks/multilingual_corpus.py builds, say); every language of its pages.jsonl is reported,
+benchmarks/tools/multilingual_corpus.py builds, say); every language of its pages.jsonl is reported,
 and its score.py, or --scorer, scores it.
 
 Each --config is a label and Fingerprinter keyword arguments (values as Python literals, else

@@ -29,8 +29,8 @@ import numpy as np
 
 from benchmarks import selectivity as sel
 from benchmarks._common import EVAL
-from benchmarks.common_words import LANGUAGES
-from benchmarks.common_words import common_words as _common_words
+from benchmarks.tools.common_words import LANGUAGES
+from benchmarks.tools.common_words import common_words as _common_words
 from simhash_index.fingerprinting.fingerprinter import Fingerprinter
 from simhash_index.fingerprinting.simhash import simhash
 from simhash_index.text import languages, stopwords, tokens

@@ -2,7 +2,7 @@
 corpus's site served on 127.0.0.1, then each library reads every record and every HTML
 payload, and `simhash-index import` reads the archive end to end (with warcio, its reader).
 
-    python -m benchmarks.warc_readers [--eval ../shared/eval] [--rounds 3] [--write-docs]
+    python -m benchmarks.warc_readers [--eval ../shared/eval] [--rounds 3] [--write]
 
 Needs wget, and the [bench] extra (fastwarc, warcio).
 """
@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ._common import EVAL, Timer, command, machine, median, stamp, table, write_section
+from ._common import EVAL, Timer, add_write, command, machine, median, stamp, table, write_section
 from .crawl_eval import serve
 
 
@@ -101,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.warc_readers", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--eval", type=Path, default=EVAL, help="the evaluation corpus (its site/ is crawled)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    add_write(p)
     return p
 
 
@@ -131,7 +131,7 @@ def main() -> None:
         + f"\n\n`{command()}`, {stamp()}; {machine()}\n"
     )
     print(body)
-    if args.write_docs:
+    if args.write:
         write_section("warc_readers", body)
 
 

@@ -20,25 +20,39 @@ page (1 to 3 bits off); they are forgotten after each configuration, so that eve
 from the same index. Medians over the rounds (the range beside them). Beside the rates: the
 in-memory index's bytes per stored page, and the time its writer took to open the index and
 decide its first batch (building the in-memory index from the table).
+
+Then, untimed, what a decision meets at each radius (--count-batches batches of the same kind of
+pages, one writer, the memory lookup): per page, the stored pages within the radius (counted in
+numpy against the stored fingerprints), the rows its writer read from the table, the candidates
+whose sketches were compared (the rule's `judge`) and how many of those were turned away. With
+--profile, those batches at the largest radius run under cProfile too: where a batch's time goes.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import multiprocessing
 import os
+import pstats
 import random
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks._common import Timer, command, machine, median, stamp, table, write_section
+import numpy as np
+
+from benchmarks._common import Timer, add_write, command, machine, median, stamp, table, write_section
 from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, settle, vacuum
 from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, split
 from simhash_index import Signature, open_index
+from simhash_index.index import rule
+from simhash_index.index.sql import lookup
 
 BATCH = 64
 BACKENDS = ("sqlite", "postgres")
@@ -69,6 +83,7 @@ class Case:
     rates: dict[Config, list[float]] = field(default_factory=dict)
     opened: dict[Config, list[float]] = field(default_factory=dict)
     bytes_per_page: float | None = None
+    met: dict[int, Counter[str]] = field(default_factory=dict)  # radius -> what its decisions met, summed
 
     @property
     def name(self) -> str:
@@ -91,10 +106,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batches", type=int, default=40, help=f"batches of {BATCH} a writer decides, at most")
     p.add_argument("--seconds", type=float, default=20.0, help="a configuration stops deciding after this")
+    p.add_argument("--count-batches", type=int, default=10, help="batches whose candidates are counted (0: none)")
+    p.add_argument("--profile", action="store_true", help="profile the counted batches at the largest radius")
     p.add_argument("--sqlite-writers", action="store_true", help="run several SQLite writers too")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--postgres-url", default=os.environ.get("SIMHASH_BENCH_POSTGRES_URL", DEFAULT_POSTGRES))
-    p.add_argument("--write", nargs="?", const="writers", metavar="SECTION", help="write docs/performance.md's section")
+    add_write(p)
     return p
 
 
@@ -176,6 +193,67 @@ def run(case: Case, config: Config, args: argparse.Namespace, round_: int) -> No
 
 
 @contextmanager
+def counting(met: Counter[str]) -> Iterator[None]:
+    """Count, into `met`, the rows the lookup reads and the rule's judgements (sketch comparisons),
+    by wrapping the two functions every decision goes through (in this process only)."""
+    read, judge = lookup.pages_by_fingerprint, rule.judge
+
+    def counted_read(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = read(*args, **kwargs)
+        met["rows read"] += sum(map(len, found.values()))
+        return found
+
+    def counted_judge(*args, **kwargs):  # type: ignore[no-untyped-def]
+        verdict = judge(*args, **kwargs)
+        if verdict.similarity is not None:
+            met["sketch checks"] += 1
+            met["rejected"] += not verdict.accepted
+        return verdict
+
+    lookup.pages_by_fingerprint, rule.judge = counted_read, counted_judge  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        lookup.pages_by_fingerprint, rule.judge = read, judge  # type: ignore[assignment]
+
+
+def count(case: Case, radius: int, args: argparse.Namespace, profiler: cProfile.Profile | None = None) -> None:
+    """What --count-batches batches of new pages meet at this radius, per page (untimed; under the
+    profiler, when one is given)."""
+    made = pages(case.workload, args.count_batches * BATCH, args.seed * 7919 + radius)
+    keyed = [(f"https://counted.example/{radius}/{i}", s) for i, s in enumerate(made)]
+    met = case.met.setdefault(radius, Counter())
+    stored = np.asarray(case.workload.stored)
+    for signature in made:
+        met["within"] += int(np.count_nonzero(np.bitwise_count(stored ^ np.uint64(signature.simhash)) <= radius))
+    with open_index(case.url, max_distance=radius) as index, counting(met):
+        # the first batch builds the in-memory index: not what a batch costs, so not profiled
+        met["dropped"] += sum(m is not None for m in index.check_and_add_many(keyed[:BATCH]))
+        if profiler is not None:
+            profiler.enable()
+        for offset in range(BATCH, len(keyed), BATCH):
+            met["dropped"] += sum(m is not None for m in index.check_and_add_many(keyed[offset : offset + BATCH]))
+        if profiler is not None:
+            profiler.disable()
+        met["pages"] += len(keyed)
+        index.forget(key for key, _ in keyed)
+
+
+def profiled(case: Case, radius: int, profiler: cProfile.Profile, batches: int) -> str:
+    """The top functions of a profile by own time, with their cumulative share."""
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    total = stats.total_tt  # type: ignore[attr-defined]
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:12]  # type: ignore[attr-defined]
+    lines = [f"{case.name}, radius {radius}: {1000 * total / batches:.1f} ms a batch of {BATCH} under the profiler"]
+    for (path, line, name), (_, _, own, cumulative, _) in rows:
+        lines.append(
+            f"  {100 * own / total:4.1f}% own {100 * cumulative / total:5.1f}% cumulative"
+            f"  {Path(path).name}:{line} {name}"
+        )
+    return "\n".join(lines)
+
+
+@contextmanager
 def loaded(backend: str, workload: Workload, folder: Path, args: argparse.Namespace) -> Iterator[Case]:
     with ExitStack() as stack:
         if backend == "sqlite":
@@ -216,10 +294,25 @@ def report(cases: list[Case], args: argparse.Namespace, started: str, where: str
         if case.bytes_per_page is not None:
             rows.append([case.name, "in-memory index", f"{case.bytes_per_page:.1f} bytes a page", "", "", ""])
     header = ["index", "writers", "decisions/s (range)", "x write", "x radius 0", "open s"]
+    met = [
+        [case.name, str(r), *(f"{m[what] / m['pages']:.1f}" for what in MET)]
+        for case in cases
+        for r, m in sorted(case.met.items())
+    ]
+    counted = (
+        f"\n\nPer page, {args.count_batches} batches of {BATCH} at each radius (one writer, untimed):\n\n"
+        + table(["index", "radius", *(f"{what} a page" for what in MET)], met)
+        if met
+        else ""
+    )
     return (
         f"`{command()}`, {started} to {stamp()}; {where}. Batches of {BATCH}; medians of {args.rounds} rounds.\n\n"
         + table(header, rows)
+        + counted
     )
+
+
+MET = ("within", "rows read", "sketch checks", "rejected", "dropped")
 
 
 def main() -> None:
@@ -234,10 +327,20 @@ def main() -> None:
         for round_ in range(args.rounds):
             for case, config in random.Random(round_).sample(runs, len(runs)):
                 run(case, config, args, round_)
+        profiles = []
+        for case in cases if args.count_batches else []:
+            radii = sorted({r for r in args.radii if r > 0})
+            for radius in radii:
+                profiler = cProfile.Profile() if args.profile and radius == radii[-1] else None
+                count(case, radius, args, profiler)
+                if profiler is not None:
+                    profiles.append(profiled(case, radius, profiler, args.count_batches - 1))
         text = report(cases, args, started, machine())
     print(text)
+    if profiles:
+        print("\n```\n" + "\n".join(profiles) + "\n```")
     if args.write:
-        write_section(args.write, text)
+        write_section("writers", text)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import doctest
 import importlib
 import re
@@ -225,3 +226,45 @@ def test_the_readme_settings_table_gives_todays_defaults() -> None:
     for setting, value in today.items():
         shown = rows[setting].strip().strip("`")
         assert shown == str(value) or float(shown) == value, f"README says {setting} defaults to {shown}; it is {value}"
+
+
+# -- a benchmark edits the docs only when asked, and only its own section --------------------
+
+BENCHMARKS = README.parent / "benchmarks"
+
+
+def _write_flags(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The parser's --write actions, its subcommands' included."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found += [flag for sub in action.choices.values() for flag in _write_flags(sub)]
+        elif "--write" in action.option_strings:
+            found.append(action)
+    return found
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        ".".join(path.relative_to(README.parent).with_suffix("").parts)
+        for path in BENCHMARKS.rglob("*.py")
+        if "write_section(" in path.read_text(encoding="utf-8") and path.name != "_common.py"
+    ),
+)
+def test_a_benchmark_writes_the_docs_only_with_write(module: str) -> None:
+    flags = _write_flags(importlib.import_module(module).parser())
+    assert flags, f"{module} writes a docs section without a --write flag"
+    assert all(flag.default in (False, None) for flag in flags), f"{module} writes the docs by default"
+
+
+def test_a_benchmark_never_adds_a_section(tmp_path: Path) -> None:
+    from benchmarks._common import write_section
+
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n<!-- mine: start -->\nold\n<!-- mine: end -->\n\nthe rest\n", encoding="utf-8")
+    write_section("mine", "new", page)
+    assert page.read_text(encoding="utf-8") == "# Page\n\n<!-- mine: start -->\nnew\n<!-- mine: end -->\n\nthe rest\n"
+    with pytest.raises(SystemExit, match="no <!-- other: start -->"):
+        write_section("other", "added", page)
+    assert "added" not in page.read_text(encoding="utf-8")

@@ -113,7 +113,7 @@ def test_common_words_leave_out_the_function_words_of_seven_languages():
 
 def test_the_common_words_file_is_what_its_script_writes():
     pytest.importorskip("wordfreq")
-    from benchmarks import common_words
+    from benchmarks.tools import common_words
 
     assert common_words.OUT.read_text(encoding="utf-8") == common_words.render()
     words = {word for words in common_words.common_words().values() for word in words}

@@ -1,11 +1,17 @@
 """The vectorised text -> Signature path equals the reference (tests/fingerprint_reference.py, the code
 it replaced): same simhash, text hash, sketch and word count, for texts of many scripts and every
-Fingerprinter setting, so that existing indexes stay valid. The eval corpus's texts are checked by
-`python -m benchmarks.fingerprint_identity`."""
+Fingerprinter setting, so that existing indexes stay valid; and for real texts (the eval corpus's: a
+sample in the suite, every one under `pytest -m slow`)."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
 import unicodedata
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import fingerprint_reference as reference
 import pytest
@@ -163,3 +169,59 @@ COMPOSING = [*"aeoAEO가ᄀ\u0300\u0301\u0308\u0327\u0345\u1161\u11a8\u3099\u309
 def test_nfkc_equals_unicodedata(text: str) -> None:
     """Compatibility characters replaced before NFKC leave its result as it was."""
     assert chars.nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+# -- real texts: the eval corpus ($SIMHASH_BENCH_EVAL, else shared/eval beside the clone) --------------
+
+EVAL_TEXTS = (
+    Path(os.environ.get("SIMHASH_BENCH_EVAL") or Path(__file__).resolve().parents[2] / "shared" / "eval")
+    / "extracted_text.jsonl.gz"
+)
+# the defaults and five configurations that between them set every option
+CONFIGURATIONS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "language": {"stopwords": "language"},
+    "tfidf": {"weighting": "tfidf", "idf_languages": "en,de", "top_k": 64},
+    "bigrams": {
+        "tokenizer": "bigrams", "normalization": None, "casefold": False, "numbers": "drop", "min_length": 0,
+        "sketch_size": 64,
+    },
+    "ngrams": {
+        "ngram": 2, "weighting": "sublinear", "numbers": "keep", "stopwords": "common",
+        "word_weights": {"the": 0.0, "react": 2.5},
+    },
+    "words": {"tokenizer": "words", "numbers": "split", "stopwords": False, "tf_power": 1.0, "normalization": "NFC"},
+}  # fmt: skip
+SAMPLE = 6  # texts of the corpus, evenly spaced, in the suite
+
+
+@cache
+def eval_texts() -> list[str]:
+    if not EVAL_TEXTS.is_file():
+        pytest.skip(f"{EVAL_TEXTS} not found: set SIMHASH_BENCH_EVAL to the eval corpus's folder")
+    with gzip.open(EVAL_TEXTS, "rt", encoding="utf-8") as lines:
+        return [json.loads(line).get("text") or "" for line in lines if line.strip()]
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_real_texts_equal_the_reference(configuration: str) -> None:
+    texts = eval_texts()
+    fingerprinter = Fingerprinter(**CONFIGURATIONS[configuration])
+    for text in texts[:: len(texts) // SAMPLE][:SAMPLE]:
+        assert_same(fingerprinter, text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_every_eval_corpus_text_equals_the_reference(configuration: str) -> None:
+    fingerprinter = Fingerprinter(**CONFIGURATIONS[configuration])
+    differ = [i for i, text in enumerate(eval_texts()) if not _same(fingerprinter, text)]
+    assert not differ, f"{len(differ)} texts differ under {configuration}, the first: {differ[:10]}"
+
+
+def _same(fingerprinter: Fingerprinter, text: str) -> bool:
+    try:
+        assert_same(fingerprinter, text)
+    except AssertionError:
+        return False
+    return True

@@ -2,14 +2,12 @@
 
 - uniform: random 64-bit fingerprints; no two pages share more bits than chance (this flatters an
   index). Fresh pages: random.
-- templates: template crowds around the eval corpus's real signatures, with sketches (templates.py).
-  Fresh pages: new pages of the same crowds.
 - realistic: sites with templates, reused paragraphs and near copies, calibrated per site to real
   sites (realistic.py): 1 to 15 stored pages within 6 bits of a page. Fresh pages: held-out pages of
   the same sites.
-- crowded: the same sites with ten times as many short pages (mostly template), calibrated to the
-  eval corpus's all-pairs collision share: 70 to 130 stored pages within 6 bits of a page, the
-  index's stress workload. Fresh pages: as realistic's.
+- crowded: sites whose pages share a template, with sketches, calibrated to real sites' crowding
+  (crowded.py): template siblings within the radius that their sketches turn away, a heavy tail
+  from big sites. Fresh pages: held-out pages of the same sites, with their sketches.
 - skew: random, a fifth of them sharing one 16-bit block (bits 0-15), the blocks layout's worst case.
   Fresh pages: new members of that crowd.
 
@@ -20,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,9 +69,8 @@ class Workload:
     stored: np.ndarray  # the stored fingerprints, in load order
     fresh: list[Page]  # new pages, none of them stored
     copies: list[Page]  # near copies of stored pages
-    signatures: list[Signature] | None = None  # the stored pages with sketches, when the workload has them
+    signatures: Sequence[Signature] | None = None  # the stored pages with sketches, when the workload has them
     keys: list[str] | None = None  # their keys; None: page_key(i)
-    source: str = ""  # where the pages come from, when not generated alone
 
     def items(self) -> Iterator[tuple[str, Page]]:
         """(key, page) of every stored page, for add_many."""
@@ -100,19 +97,6 @@ def _skew(n: int, fresh: int, seed: int) -> Workload:
     return Workload("skew", fps[:n], fps[n:].tolist(), near)
 
 
-def _templates(n: int, fresh: int, seed: int) -> Workload:
-    from benchmarks.workloads import templates as crowds
-
-    base = crowds.templates()
-    stored = [s for _, s, _ in crowds.pages(base, n, seed, "stored")]
-    new = crowds.pages(base, 10 * fresh, seed + 1, "fresh", earlier=stored)
-    made: dict[bool, list[Page]] = {True: [], False: []}
-    for _, sig, near in new:
-        made[near].append(sig)
-    fps = np.array([s.simhash for s in stored], dtype=np.uint64)
-    return Workload("templates", fps, made[False][:fresh], made[True][:fresh], signatures=stored, source=base.source)
-
-
 def _sites(name: str) -> Callable[[int, int, int], Workload]:
     def made(n: int, fresh: int, seed: int) -> Workload:
         from benchmarks.workloads.realistic import realistic as sites
@@ -124,11 +108,22 @@ def _sites(name: str) -> Callable[[int, int, int], Workload]:
     return made
 
 
+def _crowded(n: int, fresh: int, seed: int) -> Workload:
+    from benchmarks.workloads import crowded
+
+    pages = crowded.load(n, seed)
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(len(pages.fresh_fingerprints), min(fresh, len(pages.fresh_fingerprints)), False))
+    new = crowded.Signatures(pages.fresh_fingerprints[picked], pages.fresh_sketches[picked], None, seed + 1)
+    copies = crowded.near_copies(pages, fresh, rng)
+    stored = crowded.Signatures(pages.fingerprints, pages.sketches, pages.words, seed)
+    return Workload("crowded", pages.fingerprints, list(new), copies, signatures=stored)
+
+
 # WORKLOADS[name](n, fresh, seed): n stored pages, `fresh` new ones and as many near copies.
 WORKLOADS: dict[str, Callable[[int, int, int], Workload]] = {
     "uniform": _uniform,
-    "templates": _templates,
     "realistic": _sites("realistic"),
-    "crowded": _sites("crowded"),
+    "crowded": _crowded,
     "skew": _skew,
 }

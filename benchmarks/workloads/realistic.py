@@ -1,4 +1,4 @@
-"""Generated sites for the index benchmarks: templates, reused paragraphs and near copies, realistic or crowded.
+"""Generated sites for the index benchmarks: templates, reused paragraphs and near copies (`realistic`).
 
 A page is a list of word ids drawn from a real frequency list (wordfreq's top words of a language,
 each kept only if the default Fingerprinter turns it into exactly that one feature, stop words
@@ -7,11 +7,10 @@ with the xxHash64 of its UTF-8 bytes; `text()` gives the page as text, and `vali
 `DEFAULT.fingerprint(text)` is the same number. Every page is a pure function of (seed, site, page),
 so any page of a 10M-page corpus can be regenerated alone. Generated sites are cached in CACHE.
 
-    python -m benchmarks.workloads.realistic [--workload realistic|crowded] [--n 90000] [--write]
+    python -m benchmarks.workloads.realistic [--n 90000] [--write]
 
-measures a model's collision shares (its calibration, benchmarks/workloads/README.md) for the sites of an
-N-page load. Two models (MODELS): `realistic`, calibrated per site to real sites, and `crowded`, ten
-times as many colliding pages, the index's stress workload.
+measures the model's collision shares (its calibration, benchmarks/workloads/README.md) for the sites of an
+N-page load: `realistic`, calibrated per site to real sites. Its pages carry no sketch (crowded.py's do).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from benchmarks._common import REPO, command, machine, stamp, table, write_section
+from benchmarks._common import REPO, add_write, command, machine, stamp, table, write_section
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 
 
@@ -186,21 +185,14 @@ class Site:
         return self.mixed(rng, max(5, int(rng.poisson(self.corpus.model.paragraph))))
 
 
-# The models by workload name, per language (benchmarks/workloads/README.md):
-# - realistic: calibrated per site: two pages of one site that are not near copies come within 6 bits
-#   at the share measured on real sites (3e-4 to 1.4e-3 a site, 4,058 pages in ten languages), which
-#   puts 1 to 15 stored pages within 6 bits of a page at 1M, as real sites do;
-# - crowded: calibrated to the eval corpus's all-pairs collision share at 3 bits taken as the share
-#   at 1M (3.7e-5 English, 4.6e-5 Chinese): 10 times as many short pages, 70 to 130 stored pages
-#   within 6 bits of a page. The index's stress workload.
+# The models by workload name, per language (benchmarks/workloads/README.md): realistic, calibrated
+# per site: two pages of one site that are not near copies come within 6 bits at the share measured
+# on real sites (3e-4 to 1.4e-3 a site, 4,058 pages in ten languages), which puts 1 to 15 stored
+# pages within 6 bits of a page at 1M, as real sites do.
 MODELS = {
     "realistic": {
         "en": Model(template=150, short=0.02, short_length=3.0),
         "zh": Model(template=150, short=0.02, short_length=3.0),
-    },
-    "crowded": {
-        "en": Model(template=150, short=0.115, short_length=3.0),
-        "zh": Model(template=150, short=0.125, short_length=3.0),
     },
 }
 _VOCABULARIES: dict[str, Vocabulary] = {}
@@ -374,9 +366,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=90_000, help="the load whose sites are measured (90,000: 7 en, 3 zh)")
     p.add_argument("--workers", type=int, default=2, help="processes generating sites")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument(
-        "--write", action="store_true", help="replace the calibration section of benchmarks/workloads/README.md"
-    )
+    add_write(p, DOC)
     return p
 
 

@@ -36,7 +36,7 @@ ALL = ENGLISH | CHINESE
 
 def _common_words() -> frozenset[str]:
     """The words of common_words.txt: the 50 commonest of de, es, fr, pl, pt, ru and uk in wordfreq's
-    tables (benchmarks/common_words.py writes it, so an install needs no wordfreq)."""
+    tables (benchmarks/tools/common_words.py writes it, so an install needs no wordfreq)."""
     lines = Path(__file__).with_name("common_words.txt").read_text(encoding="utf-8").splitlines()
     return frozenset(word for line in lines if line and not line.startswith("#") for word in line.split()[1:])
 

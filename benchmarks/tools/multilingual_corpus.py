@@ -1,6 +1,6 @@
 """Build the multilingual development corpus from the history of git/git-scm.com and reactjs/LANG.react.dev.
 
-    python -m benchmarks.multilingual_corpus --repo GIT_DIR --out DIR [--languages ja,ko,...]
+    python -m benchmarks.tools.multilingual_corpus --repo GIT_DIR --out DIR [--languages ja,ko,...]
                                              [--pages 250] [--until COMMIT] [--react LANG=GIT_DIR ...]
 
 Each --react adds the pages of a react.dev translation (multilingual_react_dev.py), two versions
@@ -298,7 +298,7 @@ def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.multilingual_corpus",
+        prog="python -m benchmarks.tools.multilingual_corpus",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

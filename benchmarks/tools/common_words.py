@@ -1,6 +1,6 @@
 """Writes simhash_index/text/common_words.txt, the word list of `Fingerprinter(stopwords="common")`.
 
-    python -m benchmarks.common_words [--top 50] [--out simhash_index/text/common_words.txt]
+    python -m benchmarks.tools.common_words [--top 50] [--out simhash_index/text/common_words.txt]
 
 Per language of LANGUAGES, the TOP commonest words of wordfreq's `small` table that are letters
 only (no digits, no CJK), normalised like a page's text (text.tokens.normalize). The package reads
@@ -19,7 +19,7 @@ from simhash_index.text import tokens
 
 LANGUAGES = ("de", "es", "fr", "pl", "pt", "ru", "uk")
 TOP = 50
-OUT = Path(__file__).resolve().parent.parent / "simhash_index" / "text" / "common_words.txt"
+OUT = Path(__file__).resolve().parent.parent.parent / "simhash_index" / "text" / "common_words.txt"
 
 
 def common_words(top: int = TOP, languages: Sequence[str] = LANGUAGES) -> dict[str, list[str]]:
@@ -37,13 +37,13 @@ def render(top: int = TOP, languages: Sequence[str] = LANGUAGES) -> str:
     """The file's text: a header naming its source, then one language a line: its code, its words."""
     header = (
         f"# wordfreq {metadata.version('wordfreq')} 'small': the {top} commonest words of each language,"
-        " letters only, normalised\n# written by `python -m benchmarks.common_words`; do not edit\n"
+        " letters only, normalised\n# written by `python -m benchmarks.tools.common_words`; do not edit\n"
     )
     return header + "".join(f"{lang} {' '.join(words)}\n" for lang, words in common_words(top, languages).items())
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.common_words", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.tools.common_words", description=__doc__.splitlines()[0])
     p.add_argument("--top", type=int, default=TOP, help="words a language")
     p.add_argument("--out", type=Path, default=OUT, help="the file to write")
     return p
