@@ -24,7 +24,8 @@ decide its first batch (building the in-memory index from the table).
 Then, untimed, what a decision meets at each radius (--count-batches batches of the same kind of
 pages, one writer, the memory lookup): per page, the stored pages within the radius (counted in
 numpy against the stored fingerprints), the rows its writer read from the table, the candidates
-whose sketches were compared (the rule's `judge`) and how many of those were turned away. With
+turned away in memory by their sketch bits, the candidates whose sketches were compared (the rule's
+`judge`) and how many of those were turned away. With
 --profile, those batches at the largest radius run under cProfile too: where a batch's time goes.
 """
 
@@ -51,6 +52,7 @@ from benchmarks._common import Timer, add_write, command, machine, median, stamp
 from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, settle, vacuum
 from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, split
 from simhash_index import Signature, open_index
+from simhash_index.index.base import Index
 from simhash_index.index import rule
 from simhash_index.index.sql import lookup
 
@@ -196,11 +198,16 @@ def run(case: Case, config: Config, args: argparse.Namespace, round_: int) -> No
 def counting(met: Counter[str]) -> Iterator[None]:
     """Count, into `met`, the rows the lookup reads and the rule's judgements (sketch comparisons),
     by wrapping the two functions every decision goes through (in this process only)."""
-    read, judge = lookup.pages_by_fingerprint, rule.judge
+    read, by_id, judge = lookup.pages_by_fingerprint, lookup.pages_by_id, rule.judge
 
     def counted_read(*args, **kwargs):  # type: ignore[no-untyped-def]
         found = read(*args, **kwargs)
         met["rows read"] += sum(map(len, found.values()))
+        return found
+
+    def counted_by_id(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = by_id(*args, **kwargs)
+        met["rows read"] += len(found)
         return found
 
     def counted_judge(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -210,11 +217,21 @@ def counting(met: Counter[str]) -> Iterator[None]:
             met["rejected"] += not verdict.accepted
         return verdict
 
-    lookup.pages_by_fingerprint, rule.judge = counted_read, counted_judge  # type: ignore[assignment]
+    lookup.pages_by_fingerprint, lookup.pages_by_id, rule.judge = counted_read, counted_by_id, counted_judge  # type: ignore[assignment]
     try:
         yield
     finally:
-        lookup.pages_by_fingerprint, rule.judge = read, judge  # type: ignore[assignment]
+        lookup.pages_by_fingerprint, lookup.pages_by_id, rule.judge = read, by_id, judge  # type: ignore[assignment]
+
+
+@contextmanager
+def turned_away(index: Index, met: Counter[str]) -> Iterator[None]:
+    """Count, into `met`, the candidates the writer's in-memory lookup turned away by their sketch bits."""
+    before = getattr(getattr(index, "lookup", None), "turned_away", 0)
+    try:
+        yield
+    finally:
+        met["turned away in memory"] += getattr(getattr(index, "lookup", None), "turned_away", 0) - before
 
 
 def count(case: Case, radius: int, args: argparse.Namespace, profiler: cProfile.Profile | None = None) -> None:
@@ -226,7 +243,7 @@ def count(case: Case, radius: int, args: argparse.Namespace, profiler: cProfile.
     stored = np.asarray(case.workload.stored)
     for signature in made:
         met["within"] += int(np.count_nonzero(np.bitwise_count(stored ^ np.uint64(signature.simhash)) <= radius))
-    with open_index(case.url, max_distance=radius) as index, counting(met):
+    with open_index(case.url, max_distance=radius) as index, counting(met), turned_away(index, met):
         # the first batch builds the in-memory index: not what a batch costs, so not profiled
         met["dropped"] += sum(m is not None for m in index.check_and_add_many(keyed[:BATCH]))
         if profiler is not None:
@@ -312,7 +329,7 @@ def report(cases: list[Case], args: argparse.Namespace, started: str, where: str
     )
 
 
-MET = ("within", "rows read", "sketch checks", "rejected", "dropped")
+MET = ("within", "turned away in memory", "rows read", "sketch checks", "rejected", "dropped")
 
 
 def main() -> None:
