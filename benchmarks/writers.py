@@ -52,8 +52,8 @@ from benchmarks._common import Timer, add_write, command, machine, median, stamp
 from benchmarks._stores import DEFAULT_POSTGRES, postgres_schema, settle, vacuum
 from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, split
 from simhash_index import Signature, open_index
-from simhash_index.index.base import Index
 from simhash_index.index import rule
+from simhash_index.index.base import Index
 from simhash_index.index.sql import lookup
 
 BATCH = 64
