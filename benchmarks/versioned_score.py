@@ -39,6 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -300,12 +301,19 @@ def changed_report(scoring: Scoring, examples: int, out: TextIO = sys.stdout) ->
 def added_text(scoring: Scoring, page: str, other: str) -> list[str]:
     """The runs of `page` longer than REWORDING units that `other` lacks, for a reader."""
     a, b = units(scoring.normalized(page)), units(scoring.normalized(other))
-    glue = "" if is_cjk_text(scoring.normalized(page)) else " "
     return [
-        "[" + glue.join(a[i1:i2]) + "]"
+        "[" + _joined(a[i1:i2]) + "]"
         for tag, i1, i2, _, _ in SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
         if tag != "equal" and i2 - i1 > REWORDING
     ]
+
+
+def _joined(run: list[str]) -> str:
+    """Units as text: a space between two words, none beside a CJK character."""
+    text = run[0] if run else ""
+    for before, unit in pairwise(run):
+        text += unit if is_cjk_text(before) or is_cjk_text(unit) else " " + unit
+    return text
 
 
 def _url(line: str) -> str:
