@@ -111,13 +111,16 @@ class Scoring:
     # -- a crawl -----------------------------------------------------------------------
 
     def outcome(self, index_url: str, feed: Path, order: str) -> Outcome:
-        """What a crawl kept (its feed) and dropped (its index's log), and when each was decided."""
+        """What a crawl kept (its feed, less the pages a preferred copy superseded later) and dropped
+        (its index's log), and when each was decided."""
         position = self.positions(order)
         urls = [_url(line) for line in feed.read_text(encoding="utf-8").splitlines() if line.strip()]
-        outcome = Outcome({path for path in map(self.resolve, urls) if path is not None})
         index = open_index(index_url, read_only=True, scheme=None)
         try:
-            for duplicate in index.duplicates():
+            logged = index.duplicates()
+            superseded = {duplicate.key for duplicate in logged}
+            outcome = Outcome({p for p in map(self.resolve, set(urls) - superseded) if p is not None})
+            for duplicate in logged:
                 x, y = self.resolve(duplicate.key), self.resolve(duplicate.duplicate_of)
                 if x is None or y is None:
                     outcome.foreign += 1
