@@ -195,7 +195,7 @@ class Scoring:
         """Pairs of versions of one page, both decided: in the order's direction, in one batch, against it."""
         if order not in VERSIONED:
             return {}
-        rank = {row["path"]: row.get("rank") for row in self.rows}
+        rank = {row["path"]: int(row.get("rank", 0)) for row in self.rows}
         by_page: dict[tuple[Any, ...], list[str]] = {}
         for row in self.rows:
             if row["path"] in outcome.decided:

@@ -276,10 +276,10 @@ def _adds(texts: tuple[str, str]) -> tuple[int, int]:
 def truth(out: Path, rows: list[dict[str, Any]], texts: dict[str, str], jobs: int) -> None:
     """truth.jsonl, truth_gray.jsonl, versions.jsonl and pairs.jsonl (module docstring)."""
     normalized = {path: DEFAULT.normalize(text) for path, text in texts.items()}
-    near = {(p["a"], p["b"]): p for p in truth_pairs(rows, texts)}
+    near: dict[tuple[str, str], dict[str, Any]] = {(str(p["a"]), str(p["b"])): p for p in truth_pairs(rows, texts)}
     sets = {path: frozenset(shingles(text)) for path, text in normalized.items()}
     lang = {row["path"]: row["lang"] for row in rows}
-    versions = []
+    versions: list[dict[str, Any]] = []
     for a, b in version_pairs(rows):
         common = len(sets[a] & sets[b])
         jaccard = round(common / (len(sets[a]) + len(sets[b]) - common), 4)
