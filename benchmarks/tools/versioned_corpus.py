@@ -28,8 +28,10 @@ crawl of it, and more:
   each page adds to the other.
 - versions.jsonl: every pair of versions of the same page (a the older), whatever their
   similarity, with the same fields.
-- pairs.jsonl: every pair of the three files above once, with both normalised texts: what
-  the duplicate rule's estimate of the words a page adds is calibrated on.
+- pairs.jsonl: every pair of the three files above once, with same_page, both normalised
+  texts, their distinct shingles (shingles_a, shingles_b, shingles_common: the sets the index's
+  sketches estimate) and words (words_a, words_b, as added_words counts them): what the
+  duplicate rule's estimate of the words a page adds is calibrated on.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.added_words import added
+from benchmarks.added_words import added, units
 from benchmarks.multilingual_corpus import NEAR, truth_pairs
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.text.extract import extract_text
@@ -308,7 +310,17 @@ def truth(out: Path, rows: list[dict[str, Any]], texts: dict[str, str], jobs: in
     with (out / "pairs.jsonl").open("w", encoding="utf-8") as lines:
         for key, pair in merged.items():
             a, b = pair["a"], pair["b"]
-            row = {**pair, "same_page": key in same_page, "text_a": normalized[a], "text_b": normalized[b]}
+            row = {
+                **pair,
+                "same_page": key in same_page,
+                "shingles_a": len(sets[a]),
+                "shingles_b": len(sets[b]),
+                "shingles_common": len(sets[a] & sets[b]),
+                "words_a": len(units(normalized[a])),
+                "words_b": len(units(normalized[b])),
+                "text_a": normalized[a],
+                "text_b": normalized[b],
+            }
             lines.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
