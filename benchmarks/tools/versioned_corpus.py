@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from benchmarks.added_words import added, units
 from benchmarks.multilingual_corpus import NEAR, truth_pairs
@@ -149,7 +149,6 @@ SITES = (
         ),
     ),
 )
-GRAY = 0.8
 # search, index and error pages, and templates: not a version's documentation
 _NOT_PAGES = re.compile(r"(^|/)(search|genindex|py-modindex|404|_[^/]*|overrides|theme)(/|\.html$)")
 
@@ -169,21 +168,21 @@ class Blobs:
         self.process = subprocess.Popen(
             ["git", f"--git-dir={repo}", "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
+        self.requests: IO[bytes] = self.process.stdin  # type: ignore[assignment]  # PIPE: never None
+        self.answers: IO[bytes] = self.process.stdout  # type: ignore[assignment]
 
     def read(self, commit: str, path: str) -> bytes:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(f"{commit}:{path}\n".encode())
-        self.process.stdin.flush()
-        header = self.process.stdout.readline().split()
+        self.requests.write(f"{commit}:{path}\n".encode())
+        self.requests.flush()
+        header = self.answers.readline().split()
         if len(header) != 3:
             raise SystemExit(f"{commit}:{path}: not in the repository ({b' '.join(header).decode()})")
-        body = self.process.stdout.read(int(header[2]))
-        self.process.stdout.read(1)  # the newline after each object
+        body = self.answers.read(int(header[2]))
+        self.answers.read(1)  # the newline after each object
         return body
 
     def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
+        self.requests.close()
         self.process.wait()
 
 
@@ -214,10 +213,6 @@ def files(repo: Path, version: Version) -> Iterator[tuple[str, str]]:
                 yield prefix + below, orig
 
 
-def _extract(body: bytes) -> str | None:
-    return extract_text(body)
-
-
 def read_site(site: Site, repo: Path, out: Path, jobs: int) -> Iterator[tuple[dict[str, Any], str]]:
     """Each page of each version of a site with a main text, written to out/site, with its row
     and text. A page's language is its text's as the index sees it: Chinese when it is shingled
@@ -228,7 +223,7 @@ def read_site(site: Site, repo: Path, out: Path, jobs: int) -> Iterator[tuple[di
         for rank, version in enumerate(site.versions):
             found = [(below, orig, blobs.read(version.commit, orig)) for below, orig in files(repo, version)]
             with ProcessPoolExecutor(jobs) as pool:
-                texts = list(pool.map(_extract, [body for _, _, body in found], chunksize=8))
+                texts = list(pool.map(extract_text, [body for _, _, body in found], chunksize=8))
             for (below, orig, body), text in zip(found, texts):
                 if not text:
                     continue
