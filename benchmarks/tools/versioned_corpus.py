@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks.added_words import added, units
-from benchmarks.multilingual_corpus import NEAR, truth_pairs
+from benchmarks.multilingual_corpus import NEAR, truth_pairs, write_jsonl
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.text.extract import extract_text
 from simhash_index.text.tokens import is_cjk_text, shingles
@@ -294,10 +294,10 @@ def truth(out: Path, rows: list[dict[str, Any]], texts: dict[str, str], jobs: in
         return {**pair, "a_adds": a_adds, "b_adds": b_adds}
 
     near_rows = [with_adds(p) for p in near.values()]
-    _write_jsonl(out / "truth.jsonl", [p for p in near_rows if p["jaccard"] >= NEAR])
-    _write_jsonl(out / "truth_gray.jsonl", [p for p in near_rows if p["jaccard"] < NEAR])
+    write_jsonl(out / "truth.jsonl", [p for p in near_rows if p["jaccard"] >= NEAR])
+    write_jsonl(out / "truth_gray.jsonl", [p for p in near_rows if p["jaccard"] < NEAR])
     version_rows = [with_adds(p) for p in versions]
-    _write_jsonl(out / "versions.jsonl", version_rows)
+    write_jsonl(out / "versions.jsonl", version_rows)
     same_page = {frozenset((p["a"], p["b"])) for p in version_rows}
     merged = {frozenset((p["a"], p["b"])): p for p in near_rows} | {
         frozenset((p["a"], p["b"])): p for p in version_rows
@@ -371,12 +371,6 @@ def _link(path: str) -> str:
     return path.removesuffix("index.html")
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as lines:
-        for row in rows:
-            lines.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 def build(out: Path, mirrors: Path, given: dict[str, Path], jobs: int) -> None:
     rows: list[dict[str, Any]] = []
     texts: dict[str, str] = {}
@@ -384,7 +378,7 @@ def build(out: Path, mirrors: Path, given: dict[str, Path], jobs: int) -> None:
         for row, text in read_site(site, git_dir(site.repo, mirrors, given), out, jobs):
             rows.append(row)
             texts[row["path"]] = text
-    _write_jsonl(out / "pages.jsonl", rows)
+    write_jsonl(out / "pages.jsonl", rows)
     with gzip.open(out / "extracted_text.jsonl.gz", "wt", encoding="utf-8") as lines:
         for row in rows:
             lines.write(json.dumps({"path": row["path"], "text": texts[row["path"]]}, ensure_ascii=False) + "\n")
