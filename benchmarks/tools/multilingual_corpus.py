@@ -281,16 +281,16 @@ def build(repo: Path, out: Path, languages: list[str], pages: int, until: str, r
             kept += 1
         print(f"{lang}: {kept} pages; {skipped} versions without text in {lang} left out")
     listing(out, rows)
-    _write_jsonl(out / "pages.jsonl", rows)
+    write_jsonl(out / "pages.jsonl", rows)
     pairs = list(truth_pairs(rows, texts))
-    _write_jsonl(out / "truth.jsonl", [p for p in pairs if float(str(p["jaccard"])) >= NEAR])
-    _write_jsonl(out / "truth_gray.jsonl", [p for p in pairs if float(str(p["jaccard"])) < NEAR])
+    write_jsonl(out / "truth.jsonl", [p for p in pairs if float(str(p["jaccard"])) >= NEAR])
+    write_jsonl(out / "truth_gray.jsonl", [p for p in pairs if float(str(p["jaccard"])) < NEAR])
     with gzip.open(out / "extracted_text.jsonl.gz", "wt", encoding="utf-8") as lines:
         for row in rows:
             lines.write(json.dumps({"path": row["path"], "text": texts[str(row["path"])]}, ensure_ascii=False) + "\n")
 
 
-def _write_jsonl(path: Path, rows: list[dict[str, object]]) -> None:
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> None:
     with path.open("w", encoding="utf-8") as lines:
         for row in rows:
             lines.write(json.dumps(row, ensure_ascii=False) + "\n")
