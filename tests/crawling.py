@@ -145,3 +145,27 @@ def user_project(root: Path, spider_source: str, settings: str) -> Path:
     (project / "myproject" / "settings.py").write_text(base + settings)
     (project / "myproject" / "spiders" / "spider.py").write_text(spider_source)
     return project
+
+
+SPIDER = """
+import scrapy
+
+
+class PagesSpider(scrapy.Spider):
+    name = "pages"
+
+    async def start(self):
+        for path in {paths!r}:
+            yield scrapy.Request("{base}/" + path)
+
+    def parse(self, response):
+        yield {{"url": response.url, "html": response.text}}
+"""
+
+
+def readme_block(marker: str) -> str:
+    """The ```python block after the README's <!-- marker: ... --> comment."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", readme, re.S)
+    assert block, f"README has no {marker} block"
+    return block.group(1)

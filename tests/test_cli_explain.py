@@ -11,30 +11,19 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
-from test_cli import ok, run
+from commands import ok, run
+from samples import KEPT, NEAR_TEXT, OTHER, TEXT, WORDS, signature
 
 from simhash_index import SimhashIndex
-from simhash_index.fingerprinting.fingerprinter import DEFAULT, Signature
+from simhash_index.fingerprinting.fingerprinter import Signature
 from simhash_index.fingerprinting.simhash import to_hex
 from simhash_index.fingerprinting.sketch import estimate_jaccard
 from simhash_index.index.explain import explain
 
-WORDS = [f"word{i:03d}" for i in range(300)]
-TEXT = " ".join(WORDS)
-NEAR_TEXT = " ".join([*WORDS[:-3], "changed", "words", "here"])
-OTHER = " ".join(f"other{i:03d}" for i in range(300))
-
-KEPT = "https://example.com/kept"
 NEAR = "https://example.com/near"  # dropped: near, verified
 EXACT = "https://example.com/exact"  # dropped: the same text
 TWIN = "https://example.com/twin"  # kept: KEPT's simhash, another text's sketch
 SHORT = "https://example.com/short"  # kept: exact matches only
-
-
-def signature(text: str) -> Signature:
-    found = DEFAULT.signature(text)
-    assert found is not None
-    return found
 
 
 def twin() -> Signature:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import DEFAULT_REDIS, REDIS_ENV, delete_redis_keys, redis_server
+from crawlers import assert_consistent, start_crawl
 from sites import build_cluster_site, serve
-from test_reliability import assert_consistent, start_crawl
 
 from simhash_index import SimhashIndex
 

@@ -8,8 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from commands import ok
 from sites import english_article, page
-from test_cli import ok
 
 from simhash_index import SimhashIndex
 

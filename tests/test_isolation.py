@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from crawlers import start_crawl
 from crawling import crawl
 from sites import Delay, build_cluster_site, english_article, page, serve
-from test_reliability import start_crawl
 
 from simhash_index import SimhashIndex
 

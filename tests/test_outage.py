@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REQUIRE_ENV
+from crawlers import decided, start_crawl
 from crawling import CrawlResult
 from sites import Delay, build_cluster_site, serve
 from sqlalchemy import create_engine, text
-from test_reliability import decided, start_crawl
 
 pytestmark = pytest.mark.early
 

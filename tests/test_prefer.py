@@ -9,10 +9,9 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from crawling import CrawlResult, crawl, user_project
+from crawling import SPIDER, CrawlResult, crawl, readme_block, user_project
+from racing import GROUPS, PROCESSES, make_groups, run_workers
 from sites import POSTS, SNAPSHOTS, VERSIONS, build_snapshots, build_versioned_docs, serve
-from test_concurrency import GROUPS, PROCESSES, make_groups, run_workers
-from test_user_project import SPIDER, readme_block
 
 from simhash_index import Signature, SimhashIndex
 from simhash_index.index.explain import explain

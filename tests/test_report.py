@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from browser import Browser
+from commands import ok
+from samples import KEPT, NEAR_TEXT, OTHER, TEXT, signature
 from sites import edit_words, english_article
-from test_cli import ok
-from test_cli_explain import KEPT, NEAR_TEXT, OTHER, TEXT, signature
 
 from simhash_index import SimhashIndex
 from simhash_index.cli.reports import host_of

@@ -9,9 +9,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from commands import ok
 from driving import make_pipeline
 from sites import edit_words, english_article
-from test_cli import ok
 
 from simhash_index import SimhashIndex
 from simhash_index.index.texts import diff_text, word_diff

@@ -3,38 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crawling import REPO, CrawlResult, crawl, user_project
+from crawling import SPIDER, CrawlResult, crawl, readme_block, user_project
 from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
-
-SPIDER = """
-import scrapy
-
-
-class PagesSpider(scrapy.Spider):
-    name = "pages"
-
-    async def start(self):
-        for path in {paths!r}:
-            yield scrapy.Request("{base}/" + path)
-
-    def parse(self, response):
-        yield {{"url": response.url, "html": response.text}}
-"""
-
-
-def readme_block(marker: str) -> str:
-    """The ```python block after the README's <!-- marker: ... --> comment."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", readme, re.S)
-    assert block, f"README has no {marker} block"
-    return block.group(1)
 
 
 @dataclass
