@@ -51,15 +51,17 @@ def test_a_section_added_is_counted_within_a_few_words(length, count):
     assert abs(found.estimate - count) <= max(8, 0.25 * count)
 
 
-def test_a_renamed_word_counts_as_one_and_a_few_renames_stay_under_the_threshold():
+def test_renamed_words_and_short_rewordings_add_nothing_and_a_sentence_does():
     rng = random.Random(2)
     stored = text(rng, 1200)
     renamed = list(stored)
     for at in (100, 300, 500, 700, 900, 1000, 1100, 1150):
         renamed[at] = f"brandnewname{at}"
+    renamed[600:602] = ["a", "short", "rewording"]  # three words for two
     found = adds(renamed, stored)
-    assert 5 <= found.estimate <= 11
-    assert not found.reaches(25)
+    assert found.estimate == 0 and not found.reaches(25)
+    sentence = [*stored[:400], *text(rng, 6), *stored[400:]]
+    assert adds(sentence, stored).estimate == 6
 
 
 @settings(max_examples=examples(40), deadline=None)

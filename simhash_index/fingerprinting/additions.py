@@ -10,7 +10,8 @@ its 64-bit hash.
 A page checked against a stored one brings its shingles in text order (`Shingled`): a word of
 it is new to the stored page when none of the shingles that hold it is in the stored page's
 bitmap. An inserted sentence or a rewritten section shows each of its words new; a renamed word
-shows one (the shingles of its neighbours hold old words too); a removal shows none. A shingle
+shows one (the shingles of its neighbours hold old words too); a removal shows none. Only runs of
+more than REWORDING new words count: a renamed term or a short rewording adds nothing. A shingle
 the stored page lacks may still find both its bits set by other shingles (with probability
 fill ** 2, `fill` the share of bits set: about 5% at BITS): a new word is seen new with
 probability q = (1 - fill ** 2) ** n for shingles of n words (0.86 for 3), so
@@ -42,6 +43,7 @@ from .sketch import jaccard_of
 BITS = 8  # a shingle: a renamed word then shows as one word, and 25 new words as 21 or so
 MIN_BITS = 256
 MAX_BITS = 131_072  # 16 KiB: a page of more than 16,384 distinct shingles has fewer than BITS each
+REWORDING = 3  # new tokens in a run of at most this many (a renamed term, a short rewording) add nothing
 CHARACTERS_PER_WORD = 1.8
 DOUBT = 0.01  # a page is taken to add less than a threshold only when the odds it does not are below this
 
@@ -122,9 +124,10 @@ def added(page: Shingled, stored: bytes) -> Added:
 
 
 def _new_tokens(absent: npt.NDArray[np.bool_], size: int) -> int:
-    """How many tokens of a text none of whose shingles is present, from each shingle's absence
-    (shingle j holds tokens j to j + size - 1; one shingle holds the whole of a shorter text).
-    A shingle seen present between two absent ones is taken as absent (_filled)."""
+    """How many tokens of a text none of whose shingles is present, in runs of more than
+    REWORDING, from each shingle's absence (shingle j holds tokens j to j + size - 1; one
+    shingle holds the whole of a shorter text). A shingle seen present between two absent ones
+    is taken as absent (_filled)."""
     if not absent.size:
         return 0
     if absent.size == 1:
@@ -134,7 +137,10 @@ def _new_tokens(absent: npt.NDArray[np.bool_], size: int) -> int:
     present = np.concatenate([[0], np.cumsum(~absent)])
     first = np.maximum(np.arange(tokens) - size + 1, 0)  # the shingles that hold token i
     last = np.minimum(np.arange(tokens), absent.size - 1)
-    return int(np.count_nonzero(present[last + 1] - present[first] == 0))
+    new = present[last + 1] - present[first] == 0
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], new, [False]]).astype(np.int8)))
+    runs = edges[1::2] - edges[::2]  # the lengths of the runs of new tokens
+    return int(runs[runs > REWORDING].sum())
 
 
 def _filled(absent: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
@@ -173,25 +179,30 @@ def _run_cdf(seen: int, run: int, size: int, absent: float) -> float:
     tokens amid old ones, when each of the run's run + size - 1 shingles is seen absent with
     probability `absent`, alone, and the old shingles on either side are seen present."""
     # state: (shingle j-2 seen absent, shingle j-1 seen absent, absent shingles in a row up to
-    # j-2 after filling, capped at size, tokens seen) -> probability
-    states: dict[tuple[bool, bool, int, int], float] = {(False, False, 0, 0): 1.0}
+    # j-2 after filling, capped at size, new tokens in a row, capped past REWORDING, tokens
+    # counted) -> probability
+    states: dict[tuple[bool, bool, int, int, int], float] = {(False, False, 0, 0, 0): 1.0}
     shingles = run + size - 1
     for j in range(shingles + 1):  # at j, shingle j - 1 is settled (shingle `shingles`: old, present)
-        after: dict[tuple[bool, bool, int, int], float] = {}
+        after: dict[tuple[bool, bool, int, int, int], float] = {}
         outcomes = ((True, absent), (False, 1.0 - absent)) if j < shingles else ((False, 1.0),)
-        for (before, last, streak, count), p in states.items():
+        for (before, last, streak, row, count), p in states.items():
             for now, q in outcomes:
                 if q <= 0.0:
                     continue
-                if j == 0:
-                    key = (last, now, 0, 0)
-                else:
+                key = (last, now, streak, row, count)
+                if j > 0:
                     settled = last or (before and now)  # shingle j - 1 after filling
                     streak_ = min(streak + 1, size) if settled else 0
-                    counted = count + (streak_ == size and j - 1 >= size - 1)
-                    if counted > seen:
+                    row_, count_ = row, count
+                    if j - 1 >= size - 1 and streak_ < size:  # token j - size is settled, not new
+                        row_ = 0
+                    elif j - 1 >= size - 1:  # new: once its run is long enough, the run counts
+                        row_ = min(row + 1, REWORDING + 1)
+                        count_ += REWORDING + 1 if row == REWORDING else int(row > REWORDING)
+                    if count_ > seen:
                         continue
-                    key = (last, now, streak_, counted)
+                    key = (last, now, streak_, row_, count_)
                 after[key] = after.get(key, 0.0) + p * q
         states = after
     return math.fsum(states.values())
