@@ -192,7 +192,7 @@ SQL_INDEX = {"schema_version": SCHEMA_VERSION, "layout": "blocks", "block_assign
 INDEX_OF = {  # what stats says of a new index on each backend
     "sqlite": {"backend": "sqlite"} | SQL_INDEX,
     "postgresql": {"backend": "postgresql"} | SQL_INDEX,
-    "redis": {"backend": "redis", "schema_version": "2"},
+    "redis": {"backend": "redis", "schema_version": "3"},
 }
 
 

@@ -73,12 +73,3 @@ def newer(new: Contender, stored: Contender) -> bool:
             return mine > theirs
     return True
 
-
-def name_of(prefer: Prefer) -> str:
-    """The policy as the Redis script takes it: its name; a function has none there."""
-    if not isinstance(prefer, str):
-        raise ValueError(
-            "a function survivor policy needs an SQL or memory index (it runs inside their lock); "
-            "on Redis use prefer='first', 'longest' or 'newest'"
-        )
-    return prefer
