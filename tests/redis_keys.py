@@ -11,6 +11,16 @@ SLOT = 9
 BUCKET = 1024
 
 
+def client_of(url: str) -> tuple[redis.Redis, str]:
+    """A client of a Redis index URL's server, and the URL's key prefix."""
+    import redis
+
+    from simhash_index.index.redis.backend import split_url
+
+    connect_to, prefix = split_url(url)
+    return redis.Redis.from_url(connect_to), prefix
+
+
 def slots(client: redis.Redis, prefix: str) -> dict[int, int]:
     """page id -> fingerprint of every near-matchable page in the fingerprint buckets."""
     found = {}

@@ -23,8 +23,9 @@ import redis_keys
 from click.testing import CliRunner
 from conftest import REQUIRE_ENV, driver, redis_prefix_url, redis_server
 
-from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex
+from simhash_index import IndexNotFoundError, IndexUnavailableError, Match, Signature, SimhashIndex, SimhashIndexError
 from simhash_index.cli import cli
+from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.fingerprinting.sketch import minhash
 from simhash_index.urls import masked as masked_url
 
@@ -410,3 +411,134 @@ def test_a_big_batch_is_written_in_chunks_decided_as_one_chunk_would(
 
 def shingles(rng: random.Random, base: list[str], keep: int, extra: int) -> set[str]:
     return set(rng.sample(base, keep)) | {f"x{rng.getrandbits(40)}" for _ in range(extra)}
+
+
+_KILLED_WRITER = """
+import os, random, signal, sys, threading
+from simhash_index import Signature, SimhashIndex
+from simhash_index.index.redis.backend import RedisIndex
+
+url, seed, pages = sys.argv[1], int(sys.argv[2]), eval(sys.argv[3])
+rng = random.Random(seed)
+run = RedisIndex._run
+
+def run_then_die(self, command, *args, **options):
+    if command == "write" and rng.random() < 0.3:  # killed while the call is sent, run or answered
+        threading.Timer(rng.random() / 500, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    return run(self, command, *args, **options)
+
+RedisIndex._run = run_then_die
+rng.shuffle(pages)
+with SimhashIndex(url, create=False) as index:
+    for start in range(0, len(pages), 6):
+        index.check_and_add_many([(key, Signature(fp, text)) for key, fp, text in pages[start : start + 6]])
+"""
+
+
+def test_writers_killed_mid_call_leave_a_consistent_index_that_others_follow(redis_url: str, client) -> None:
+    """Writers SIGKILLed while a `write` call is sent, run or answered: every call happened whole
+    or not at all (the keys agree with one another and with the change stream), and a writer
+    started after them stores one page of each group of near copies, logging the others."""
+    rng = random.Random(17)
+    bases = []
+    while len(bases) < 30:
+        candidate = rng.getrandbits(64)
+        if all(bin(candidate ^ other).count("1") >= 14 for other in bases):
+            bases.append(candidate)
+    groups = {
+        f"https://g{g}.example/{m}": (g, base ^ (1 << rng.randrange(64)) * (m > 0))
+        for g, base in enumerate(bases)
+        for m in range(4)
+    }
+    pages = [(key, fp, rng.getrandbits(64)) for key, (_, fp) in groups.items()]
+    SimhashIndex(redis_url).close()
+    prefix = split_url(redis_url)[1]
+    killed = 0
+    for seed in range(6):
+        ran = subprocess.run([sys.executable, "-c", _KILLED_WRITER, redis_url, str(seed), repr(pages)], timeout=120)
+        killed += ran.returncode == -signal.SIGKILL
+        assert ran.returncode in (0, -signal.SIGKILL)
+        assert redis_keys.problems(client, prefix) == []
+    assert killed >= 3
+    with SimhashIndex(redis_url, create=False) as index:
+        index.check_and_add_many([(key, Signature(fp, text)) for key, fp, text in pages])
+        stored = [key for key in groups if index.get(key) is not None]
+        logged = {d.key: d.duplicate_of for d in index.duplicates()}
+    assert sorted(groups[key][0] for key in stored) == list(range(len(bases)))
+    assert logged.keys() == groups.keys() - set(stored)
+    assert all(groups[logged[key]][0] == groups[key][0] for key in logged)
+    assert redis_keys.problems(client, prefix) == []
+
+
+def layout_2(client: redis.Redis, prefix: str, pages: list[tuple[str, int, int]], dropped: tuple[str, str]) -> None:
+    """An index as key layout version 2 kept it (docs/schema.md before 2026-12): pages (key,
+    fingerprint, text hash) in block sets, and one of them logged as a duplicate of another."""
+    p = prefix
+    client.hset(f"{p}meta", mapping={"schema_version": "2", "scheme": DEFAULT.scheme})
+    for page_id, (key, fp, text_hash) in enumerate(pages, 1):
+        client.hset(f"{p}ids", key, page_id)
+        doc = {
+            "key": key,
+            "fingerprint": f"{fp:016x}",
+            "text_hash": f"{text_hash:016x}",
+            "stored_at": micros(datetime.now(timezone.utc)),
+        }
+        client.hset(f"{p}doc:{page_id}", mapping=doc)
+        for i in range(4):
+            client.zadd(f"{p}block:{i}:{(fp >> 16 * i) & 0xFFFF:04x}", {f"{fp:016x}:{page_id}": bin(fp).count("1")})
+        client.zadd(f"{p}text:{text_hash:016x}", {str(page_id): page_id})
+    client.set(f"{p}next_id", len(pages))
+    key, target = dropped
+    target_id = [k for k, _, _ in pages].index(target) + 1
+    client.hset(f"{p}dup_ids", key, 1)
+    client.set(f"{p}next_dup", 1)
+    client.zadd(f"{p}dup_log", {"1": 1})
+    client.sadd(f"{p}against:{target_id}", 1)
+    entry = {
+        "key": key,
+        "duplicate_of": target,
+        "duplicate_of_id": target_id,
+        "distance": 1,
+        "exact": 0,
+        "seen_at": 1,
+        "radius": 6,
+    }
+    client.hset(f"{p}dup:1", mapping=entry)
+
+
+def test_an_index_of_key_layout_2_is_upgraded_when_opened_to_write(redis_url: str, client) -> None:
+    """Read-only, an index of layout 2 answers what it holds, and refuses to look up near pages
+    with a message naming the upgrade; opened to write, it is upgraded in place (in bounded
+    calls, its block sets deleted), and decides near copies of what it held."""
+    rng = random.Random(5)
+    pages = [(f"https://old.example/{n}", rng.getrandbits(64), rng.getrandbits(64)) for n in range(3000)]
+    prefix = split_url(redis_url)[1]
+    layout_2(client, prefix, pages, ("https://old.example/copy", pages[7][0]))
+    with SimhashIndex(redis_url, read_only=True) as index:
+        assert len(index) == 3000 and index.describe().schema_version == "2"
+        assert [d.key for d in index.duplicates()] == ["https://old.example/copy"]
+        assert index.get(pages[3][0]).fingerprint == pages[3][1]
+        with pytest.raises(SimhashIndexError, match=r"open it once to write .* to upgrade it"):
+            index.query(pages[3][1])
+    calls = []
+    run = RedisIndex._run
+
+    def counted(self: RedisIndex, command: str, *args: object, **options: object) -> object:
+        calls.append(command)
+        return run(self, command, *args, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RedisIndex, "_run", counted)
+        with SimhashIndex(redis_url) as index:
+            assert index.describe().schema_version == "3"
+    assert calls.count("migrate") >= 1 and calls[-1] == "migrated"
+    assert client.keys(f"{prefix}block:*") == []
+    assert client.hget(f"{prefix}meta", "schema_version") == b"3"
+    assert redis_keys.problems(client, prefix, stream_whole=False) == []
+    with SimhashIndex(redis_url) as index:
+        assert index.check_and_add("https://new.example/copy", pages[11][1] ^ 0b101).key == pages[11][0]
+        assert index.check_and_add("https://new.example/same", Signature(1, pages[12][2])).key == pages[12][0]
+        assert [m.key for m in index.query(pages[13][1] ^ 1)] == [pages[13][0]]
+        index.forget([pages[7][0]])
+        assert index.duplicates()[-1].key == "https://new.example/same"
+        assert len(index.duplicates()) == 2  # the old entry went with the page it was logged against

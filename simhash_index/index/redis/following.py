@@ -45,15 +45,19 @@ class Follower:
     def follow(self) -> None:
         """Catch up with the stream (build the Held when there is none, or it cannot follow)."""
         for _ in range(BUILD_TRIES):
-            if self.held is None or self._stale * STALE_SHARE > max(MIN_STALE, len(self.held)):
+            if self.held is None:
                 self._build()
-            if self._catch_up():
+            if self._catch_up() and self._stale * STALE_SHARE <= max(MIN_STALE, len(self)):
                 return
             self.held = None
         raise IndexUnavailableError(
             f"{self.server.url} (prefix {self.server.prefix!r}) changed faster than this writer could read it "
             f"{BUILD_TRIES} times in a row"
         )
+
+    def __len__(self) -> int:
+        """Fingerprints held."""
+        return 0 if self.held is None else len(self.held)
 
     def apply(self, found: changes.Changes) -> None:
         """Follow entries read past the position (a write's own, or those it missed)."""

@@ -13,7 +13,8 @@ local command, P = ARGV[1], ARGV[2]
 local BLOBS = {}
 for name in string.gmatch(ARGV[3], '%S+') do table.insert(BLOBS, name) end
 local KEEP = tonumber(ARGV[4])
-local TRIM_CHUNK = 1000  -- change entries trimmed at a time, once more than KEEP + TRIM_CHUNK are held
+-- change entries trimmed at a time, once more than KEEP + TRIM_CHUNK are held
+local TRIM_CHUNK = math.max(1, math.min(1000, math.floor(KEEP / 4)))
 local SLOT = 9  -- bytes a page takes in its fingerprint bucket: 1 when near-matchable, then 8 big-endian
 local BUCKET = 1024  -- pages (by id) a fingerprint bucket holds
 
