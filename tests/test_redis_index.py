@@ -454,12 +454,12 @@ def test_writers_killed_mid_call_leave_a_consistent_index_that_others_follow(red
     SimhashIndex(redis_url).close()
     prefix = split_url(redis_url)[1]
     killed = 0
-    for seed in range(6):
+    for seed in range(4):
         ran = subprocess.run([sys.executable, "-c", _KILLED_WRITER, redis_url, str(seed), repr(pages)], timeout=120)
         killed += ran.returncode == -signal.SIGKILL
         assert ran.returncode in (0, -signal.SIGKILL)
         assert redis_keys.problems(client, prefix) == []
-    assert killed >= 3
+    assert killed >= 2
     with SimhashIndex(redis_url, create=False) as index:
         index.check_and_add_many([(key, Signature(fp, text)) for key, fp, text in pages])
         stored = [key for key in groups if index.get(key) is not None]
@@ -473,7 +473,8 @@ def test_writers_killed_mid_call_leave_a_consistent_index_that_others_follow(red
 def layout_2(client: redis.Redis, prefix: str, pages: list[tuple[str, int, int]], dropped: tuple[str, str]) -> None:
     """An index as key layout version 2 kept it (docs/schema.md before 2026-12): pages (key,
     fingerprint, text hash) in block sets, and one of them logged as a duplicate of another."""
-    p = prefix
+    p, writes = prefix, client
+    client = writes.pipeline(transaction=False)
     client.hset(f"{p}meta", mapping={"schema_version": "2", "scheme": DEFAULT.scheme})
     for page_id, (key, fp, text_hash) in enumerate(pages, 1):
         client.hset(f"{p}ids", key, page_id)
@@ -504,6 +505,7 @@ def layout_2(client: redis.Redis, prefix: str, pages: list[tuple[str, int, int]]
         "radius": 6,
     }
     client.hset(f"{p}dup:1", mapping=entry)
+    client.execute()
 
 
 def test_an_index_of_key_layout_2_is_upgraded_when_opened_to_write(redis_url: str, client) -> None:
