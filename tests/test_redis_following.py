@@ -113,7 +113,10 @@ def test_a_writer_builds_again_once_a_quarter_of_what_it_holds_went(writers, mon
     a.check_and_add("https://a.example/one", BASE)
     assert a.follower.builds == 1
     b.forget(keys[:20])
-    assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://a.example/one"
+    resent = a.resent
+    assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://a.example/one"  # refused, sent again
+    assert a.follower.builds == 1 and a.resent == resent + 1
+    assert duplicate_of(a, "https://a.example/copy2", near_copy(BASE, 3)) == "https://a.example/one"
     assert a.follower.builds == 2 and len(a.follower) == 22
 
 

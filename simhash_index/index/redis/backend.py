@@ -202,23 +202,25 @@ class RedisIndex(Index):
         return answers
 
     def _check_chunk(self, pages: Sequence[Page]) -> list[Match | None]:
-        """Decide the pages where the stream stands, and write them; decide again when the write
-        is refused for a change that touches them."""
+        """Decide the pages where the writer stands in the stream, and write them. A write refused
+        returns what the writer missed: sent again as decided when that touches none of the pages,
+        else decided again (after following the stream, when the writer was too far behind)."""
         follower, radius = self.follower, self.max_distance
         for _ in range(WRITE_TRIES):
-            follower.follow()
+            follower.ready()
             moment = now()
             decided = deciding.decide(self._server, pages, follower, self.policy, moment)
             while True:
-                assert follower.epoch is not None  # followed
+                assert follower.epoch is not None  # built
                 reply = self._run("write", follower.epoch, follower.position, micros(moment), radius, *decided.ops)
                 status = text_of(reply[0])
                 if status == "ok":
                     follower.apply(changes.parse(reply[1]))
                     self.written += 1
                     return decided.answers
-                if status != "moved":
-                    break  # the stream cannot be followed from there, or the index was emptied
+                if status != "moved":  # the stream cannot be followed from there, or the index was emptied
+                    follower.follow()
+                    break
                 missed = changes.parse(reply[1])
                 follower.apply(missed)
                 if changes.touches(missed, pages, radius):
@@ -258,9 +260,8 @@ class RedisIndex(Index):
                 near.append((bits, page.order, page))
         return [Match(page.key, page.signature.simhash, bits) for bits, _, page in sorted(near)]
 
-    def _near_pages(self, fingerprint: int, *also: int) -> dict[int, StoredPage]:
-        """The stored pages that may be within the radius of the fingerprint (near-matchable
-        ones), and those with the ids `also`, by id."""
+    def _near_pages(self, fingerprint: int) -> dict[int, StoredPage]:
+        """The near-matchable stored pages that may be within the radius of the fingerprint, by id."""
         if self.version != SCHEMA_VERSION:
             raise SimhashIndexError(
                 f"{self._where} has key layout version {self.version}, which finds near pages only once "
@@ -270,12 +271,8 @@ class RedisIndex(Index):
         with self._deciding:
             self.follower.follow()
             ids = self.follower.near([fingerprint], self.max_distance)[0]
-        found = reading.pages_by_id(self._server, [*ids, *also])
-        return {
-            page_id: page
-            for page_id, page in found.items()
-            if page_id in also or page.signature.near_simhash is not None
-        }
+        found = reading.pages_by_id(self._server, ids)
+        return {page_id: page for page_id, page in found.items() if page.signature.near_simhash is not None}
 
     def _get(self, key: str) -> Match | None:
         found = self._run("get", key.encode("utf-8"))
@@ -409,12 +406,11 @@ class RedisIndex(Index):
         return duplicate_of_entry(entry) if entry else None
 
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
-        own, texts = reading.ids_of(self._server, [key], [] if signature.text_hash is None else [signature.text_hash])
-        also = [i for i in own if i is not None] + [i for found in texts for i in found]
-        if signature.simhash is None:
-            found = reading.pages_by_id(self._server, also)
-        else:
-            found = self._near_pages(signature.simhash, *also)
+        texts = [] if signature.text_hash is None else [signature.text_hash]
+        stored = reading.read(self._server, [key], texts, [])
+        found = stored.pages
+        if signature.simhash is not None:
+            found |= self._near_pages(signature.simhash)
         return [found[page_id] for page_id in sorted(found)]
 
     def close(self) -> None:

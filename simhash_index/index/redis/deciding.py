@@ -78,17 +78,15 @@ class Seen:
     def __init__(self, server: Server, pages: Sequence[Page], follower: Follower, policy: Policy) -> None:
         keys = [key for key, _ in pages]
         texts = sorted({s.text_hash for _, s in pages if s.text_hash is not None})
-        own_ids, text_ids = reading.ids_of(server, keys, texts)
         near = [s.near_simhash for _, s in pages]
-        wanted = [fp for fp in near if fp is not None]
-        found = iter(follower.near(wanted, policy.max_distance))
+        found = iter(follower.near([fp for fp in near if fp is not None], policy.max_distance))
         near_ids = [next(found) if fp is not None else [] for fp in near]
-        ids = {i for i in own_ids if i is not None}.union(*text_ids, *near_ids)
-        read = reading.pages_by_id(server, ids)
-        self._by_key = {key: read[i] for key, i in zip(keys, own_ids) if i in read and read[i].key == key}
+        stored = reading.read(server, keys, texts, {i for ids in near_ids for i in ids})
+        read = stored.pages
+        self._by_key = {key: read[i] for key, i in zip(keys, stored.own) if i in read and read[i].key == key}
         self._by_text = {
             text_hash: [read[i] for i in found_ids if i in read and read[i].signature.text_hash == text_hash]
-            for text_hash, found_ids in zip(texts, text_ids)
+            for text_hash, found_ids in zip(texts, stored.texts)
         }
         self._near = [[read[i] for i in found_ids if i in read] for found_ids in near_ids]
         self._keys = keys

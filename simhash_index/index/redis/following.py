@@ -55,6 +55,13 @@ class Follower:
             f"{BUILD_TRIES} times in a row"
         )
 
+    def ready(self) -> None:
+        """Have a Held to decide with: built when there is none, or once a quarter of what it
+        holds went. It may be behind the stream: a write refused for that returns what it missed."""
+        if self.held is None or self._stale * STALE_SHARE > max(MIN_STALE, len(self)):
+            self.held = None
+            self.follow()
+
     def __len__(self) -> int:
         """Fingerprints held."""
         return 0 if self.held is None else len(self.held)

@@ -17,6 +17,7 @@ local KEEP = tonumber(ARGV[4])
 local TRIM_CHUNK = math.max(1, math.min(1000, math.floor(KEEP / 4)))
 local SLOT = 9  -- bytes a page takes in its fingerprint bucket: 1 when near-matchable, then 8 big-endian
 local BUCKET = 1024  -- pages (by id) a fingerprint bucket holds
+local MISSED = 1000  -- change entries a refused write returns, at most (else the writer follows)
 
 local sub = string.sub
 
@@ -279,11 +280,11 @@ if command == 'write' then
   -- key, distance, exact, similarity: log a duplicate; 'X', stored key, superseding key,
   -- fingerprint, distance, exact, similarity, reason: the stored page superseded.
   -- Refused when the index was emptied since ({'epoch'}), or the stream moved past the
-  -- position: {'moved', the entries since} (at most 256), or {'behind'}; else {'ok', the
+  -- position: {'moved', the entries since} (at most MISSED), or {'behind'}; else {'ok', the
   -- entries this call appended}.
   if redis.call('HGET', P .. 'meta', 'epoch') ~= ARGV[5] then return {'epoch'} end
-  local missed = since(ARGV[6], 257)
-  if missed[1] == 'behind' or #missed[2] > 256 then return {'behind'} end
+  local missed = since(ARGV[6], MISSED + 1)
+  if missed[1] == 'behind' or #missed[2] > MISSED then return {'behind'} end
   if #missed[2] > 0 then return {'moved', missed[2]} end
   local now, radius = ARGV[7], ARGV[8]
   local i = 9
@@ -321,6 +322,34 @@ elseif command == 'start' then
   local meta = redis.call('HMGET', P .. 'meta', 'epoch', 'floor')
   local pos = last and last[1] or meta[2] or '0-0'
   return {meta[1], pos, redis.call('GET', P .. 'next_id') or '0'}
+elseif command == 'read' then
+  -- keys, text hashes, page ids, each list after its length: the ids stored under the keys
+  -- (false for none), the ids of the pages with each text hash (oldest first), and each page
+  -- of all those ids: {id, its hash's fields and values, its blobs (false for none)}
+  local i, ids, wanted, pages = 5, {}, {}, {}
+  local function want(id)
+    if not wanted[id] then wanted[id] = true; table.insert(ids, id) end
+  end
+  local own, texts = {}, {}
+  for j = i + 1, i + tonumber(ARGV[i]) do
+    local id = redis.call('HGET', P .. 'ids', ARGV[j])
+    table.insert(own, id)
+    if id then want(id) end
+  end
+  i = i + 1 + tonumber(ARGV[i])
+  for j = i + 1, i + tonumber(ARGV[i]) do
+    local members = redis.call('ZRANGE', P .. 'text:' .. ARGV[j], 0, -1)
+    table.insert(texts, members)
+    for _, id in ipairs(members) do want(id) end
+  end
+  i = i + 1 + tonumber(ARGV[i])
+  for j = i + 1, i + tonumber(ARGV[i]) do want(ARGV[j]) end
+  for _, id in ipairs(ids) do
+    local page = {id, redis.call('HGETALL', doc_key(id))}
+    for _, name in ipairs(BLOBS) do table.insert(page, redis.call('GET', P .. name .. ':' .. id)) end
+    table.insert(pages, page)
+  end
+  return {own, texts, pages}
 elseif command == 'get' then
   -- key: {fingerprint} of the page stored with it, or nil
   local id = redis.call('HGET', P .. 'ids', ARGV[5])
