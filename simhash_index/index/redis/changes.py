@@ -45,33 +45,29 @@ class Changes:
     position: str | None = None  # the id of the last entry; None when there was none
 
 
-def parse(entries: Sequence[Any]) -> Changes:
-    """Changes from the script's entries: [id, [name, value, ...]] each."""
-    if not entries:
-        return Changes()
-    came_fps, came_ids, went, keys, texts, near = [], [], 0, set(), set(), []
-    for _, fields in entries:
-        values = dict(zip(fields[::2], fields[1::2]))
-        fingerprint, came = values[b"f"], values[b"a"] == b"1"
-        keys.add(text_of(values[b"k"]))
-        if values[b"t"]:
-            texts.add(text_of(values[b"t"]))
-        if fingerprint:
-            near.append(int(fingerprint, 16))
-            if came:
-                came_fps.append(near[-1])
-                came_ids.append(int(values[b"i"]))
-            else:
-                went += 1
+def parse(said: Sequence[Any]) -> Changes:
+    """Changes from what the script says of entries (script.lua's `reply`): the last entry's
+    id, the ids and fingerprints of those that came, how many went, their key hashes, text
+    hashes and fingerprints (16 hex digits each, run together; the ids decimal)."""
+    last, came_ids, came_fps, went, keys, texts, fingerprints = said
     return Changes(
-        np.array(came_fps, np.uint64),
-        np.array(came_ids, np.int64),
-        went,
-        frozenset(keys),
-        frozenset(texts),
-        np.array(near, np.uint64),
-        text_of(entries[-1][0]),
+        _hex_values(came_fps),
+        np.array(came_ids.split(), np.int64),
+        int(went),
+        frozenset(_split16(keys)),
+        frozenset(_split16(texts)),
+        _hex_values(fingerprints),
+        None if not last else text_of(last),
     )
+
+
+def _hex_values(run: bytes) -> U64:
+    return np.frombuffer(bytes.fromhex(run.decode("ascii")), ">u8").astype(np.uint64)
+
+
+def _split16(run: bytes) -> list[str]:
+    text = run.decode("ascii")
+    return [text[at : at + 16] for at in range(0, len(text), 16)]
 
 
 def touches(changes: Changes, pages: Sequence[tuple[str, Signature]], radius: int) -> bool:

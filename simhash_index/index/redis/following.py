@@ -85,13 +85,13 @@ class Follower:
         read = 0
         while True:
             with self.server.talking():
-                epoch, status, *entries = self.server.run("follow", self.position, changes.FOLLOW_COUNT)
+                epoch, status, *found = self.server.run("follow", self.position, changes.FOLLOW_COUNT)
             if epoch != self.epoch or status != b"ok":
                 return False
-            found = changes.parse(entries[0])
-            self.apply(found)
-            read += len(entries[0])
-            if len(entries[0]) < changes.FOLLOW_COUNT:
+            count, said = found
+            self.apply(changes.parse(said))
+            read += count
+            if count < changes.FOLLOW_COUNT:
                 return True
             if read > changes.BEHIND:
                 return False

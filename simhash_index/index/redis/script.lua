@@ -51,14 +51,50 @@ end
 
 -- -- the change stream -------------------------------------------------------------------
 
-local added = {}  -- the entries this call appended, as the caller reads them
+-- What change entries say, as replies carry it (changes.parse): the last entry's id, the ids and
+-- fingerprints of the near-matchable pages that came, how many went, and every entry's key
+-- hash, text hash and near fingerprint: lists of 16 hex digits (ids: decimal) run together.
+local function summary()
+  return {last = false, came_ids = {}, came_fps = {}, went = 0, keys = {}, texts = {}, fps = {}}
+end
+
+local function tell(found, entry, came, id, fp, kh, th)
+  found.last = entry
+  table.insert(found.keys, kh)
+  if th ~= '' then table.insert(found.texts, th) end
+  if fp ~= '' then
+    table.insert(found.fps, fp)
+    if came == '1' then
+      table.insert(found.came_ids, id)
+      table.insert(found.came_fps, fp)
+    else
+      found.went = found.went + 1
+    end
+  end
+end
+
+local function reply(found)
+  return {found.last, table.concat(found.came_ids, ' '), table.concat(found.came_fps), found.went,
+    table.concat(found.keys), table.concat(found.texts), table.concat(found.fps)}
+end
+
+local function told(entries)  -- the summary of entries as XRANGE gives them
+  local found = summary()
+  for _, entry in ipairs(entries) do
+    local f = {}
+    for j = 1, #entry[2], 2 do f[entry[2][j]] = entry[2][j + 1] end
+    tell(found, entry[1], f.a, f.i, f.f, f.k, f.t)
+  end
+  return found
+end
+
+local added = summary()  -- the entries this call appended
 
 -- One change to the stored pages: page `id` came (came '1') or went ('0'), with its fingerprint
 -- when near-matchable, its key's hash and its text hash.
 local function note(came, id, fp, kh, th)
-  local fields = {'a', came, 'i', tostring(id), 'f', fp, 'k', kh, 't', th}
-  local entry = redis.call('XADD', P .. 'changes', '*', unpack(fields))
-  table.insert(added, {entry, fields})
+  local entry = redis.call('XADD', P .. 'changes', '*', 'a', came, 'i', id, 'f', fp, 'k', kh, 't', th)
+  tell(added, entry, came, tostring(id), fp, kh, th)
 end
 
 -- Once the stream holds more than KEEP + TRIM_CHUNK entries, its oldest TRIM_CHUNK go, and
@@ -70,12 +106,12 @@ local function trim()
   redis.call('HSET', P .. 'meta', 'floor', oldest[TRIM_CHUNK][1])
 end
 
--- The entries after position `pos`, at most `count` of them: {'ok', entries}, or {'behind'}
--- when some of them were trimmed away.
+-- The entries after position `pos`, at most `count` of them, or nil when some of them were
+-- trimmed away.
 local function since(pos, count)
   local floor = redis.call('HGET', P .. 'meta', 'floor') or '0-0'
-  if id_after(floor, pos) then return {'behind'} end
-  return {'ok', redis.call('XRANGE', P .. 'changes', '(' .. pos, '+', 'COUNT', count)}
+  if id_after(floor, pos) then return nil end
+  return redis.call('XRANGE', P .. 'changes', '(' .. pos, '+', 'COUNT', count)
 end
 
 -- -- fingerprint buckets ---------------------------------------------------------------------
@@ -280,12 +316,12 @@ if command == 'write' then
   -- key, distance, exact, similarity: log a duplicate; 'X', stored key, superseding key,
   -- fingerprint, distance, exact, similarity, reason: the stored page superseded.
   -- Refused when the index was emptied since ({'epoch'}), or the stream moved past the
-  -- position: {'moved', the entries since} (at most MISSED), or {'behind'}; else {'ok', the
-  -- entries this call appended}.
+  -- position: {'moved', what the entries since say (at most MISSED of them)}, or {'behind'};
+  -- else {'ok', what the entries this call appended say}.
   if redis.call('HGET', P .. 'meta', 'epoch') ~= ARGV[5] then return {'epoch'} end
   local missed = since(ARGV[6], MISSED + 1)
-  if missed[1] == 'behind' or #missed[2] > MISSED then return {'behind'} end
-  if #missed[2] > 0 then return {'moved', missed[2]} end
+  if not missed or #missed > MISSED then return {'behind'} end
+  if #missed > 0 then return {'moved', reply(told(missed))} end
   local now, radius = ARGV[7], ARGV[8]
   local i = 9
   while i <= #ARGV do
@@ -309,12 +345,14 @@ if command == 'write' then
     end
   end
   trim()
-  return {'ok', added}
+  return {'ok', reply(added)}
 elseif command == 'follow' then
-  -- position, count: {epoch, 'ok', the entries after it (at most count)} or {epoch, 'behind'}
+  -- position, count: {epoch, 'ok', how many entries came after it (at most count), what they
+  -- say} or {epoch, 'behind'}
+  local epoch = redis.call('HGET', P .. 'meta', 'epoch')
   local found = since(ARGV[5], tonumber(ARGV[6]))
-  table.insert(found, 1, redis.call('HGET', P .. 'meta', 'epoch'))
-  return found
+  if not found then return {epoch, 'behind'} end
+  return {epoch, 'ok', #found, reply(told(found))}
 elseif command == 'start' then
   -- where a writer that reads every stored fingerprint starts following: {epoch, the position
   -- (the last entry, else the floor), the last page id given}
