@@ -224,7 +224,7 @@ def test_stats(filled) -> None:
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
     index_line = {
         "sqlite": f"sqlite, schema {SCHEMA_VERSION}, blocks layout (contiguous bits)",
-        "redis": "redis, schema 2",
+        "redis": "redis, schema 3",
     }
     index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (

@@ -72,4 +72,3 @@ def newer(new: Contender, stored: Contender) -> bool:
         if mine is not None and theirs is not None and mine != theirs:
             return mine > theirs
     return True
-

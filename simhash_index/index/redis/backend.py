@@ -343,15 +343,15 @@ class RedisIndex(Index):
 
     def _sweep(self, before: int | None) -> Forgotten:
         """Take out of the log the entries logged before `before` (microseconds) and those
-        against a page no longer stored (logged before the `against:` sets were kept), STREAM_ROWS
-        log ids a script call."""
+        against a page no longer stored (logged before the `against:` sets were kept)."""
         removed, after = 0, "-inf"
         while True:
             with self._server.talking():
                 ids = self._client.zrangebyscore(self._key("dup_log"), after, "+inf", start=0, num=STREAM_ROWS)
             if not ids:
                 return Forgotten(0, removed)
-            removed += int(self._run("sweep", "" if before is None else before, *ids))
+            replies = self._in_calls("sweep", [[log_id] for log_id in ids], "" if before is None else before, CALL_US)
+            removed += sum(int(reply[1]) for reply in replies)
             after = f"({text_of(ids[-1])}"
 
     def _reset(self) -> Forgotten:

@@ -443,18 +443,21 @@ elseif command == 'prune' then
   trim()
   return {done, pages, duplicates}
 elseif command == 'sweep' then
-  -- before (microseconds, or ''), then log ids: each entry logged before it, or against a
-  -- page no longer stored, leaves the log; returns how many left
-  local before, removed = tonumber(ARGV[5]), 0
-  for i = 6, #ARGV do
+  -- before (microseconds, or ''), time budget, then log ids: each entry logged before it, or
+  -- against a page no longer stored, leaves the log, until the budget is spent; returns {log ids
+  -- done, how many left}
+  local before, budget, done, removed = tonumber(ARGV[5]), tonumber(ARGV[6]), 0, 0
+  for i = 7, #ARGV do
     local entry = redis.call('HMGET', P .. 'dup:' .. ARGV[i], 'key', 'duplicate_of_id', 'seen_at')
     if entry[1] and ((before and tonumber(entry[3]) < before) or redis.call('EXISTS', doc_key(entry[2])) == 0) then
       forget_duplicate(entry[1])
       forget_text(entry[1])
       removed = removed + 1
     end
+    done = done + 1
+    if spent() >= budget then break end
   end
-  return removed
+  return {done, removed}
 elseif command == 'texts' then
   -- key, compressed text of each page: kept (replacing the key's text), the total bytes counted
   for i = 5, #ARGV, 2 do
