@@ -8,7 +8,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -312,10 +313,35 @@ class Delay:
         self.seconds = seconds
 
 
+class Fetched:
+    """The requests a served site answered, by path. With `together`, each request waits (at
+    most `timeout` seconds) until every one of those paths was asked for: crawlers started apart,
+    each from one of them, begin together."""
+
+    def __init__(self, together: Iterable[str] = (), timeout: float = 30.0) -> None:
+        self.counts: Counter[str] = Counter()
+        self._waiting = {"/" + path.lstrip("/") for path in together}
+        self._all_asked = threading.Event()
+        self._lock = threading.Lock()
+        self._timeout = timeout
+        if not self._waiting:
+            self._all_asked.set()
+
+    def asked(self, path: str) -> None:
+        with self._lock:
+            self.counts[path.lstrip("/")] += 1
+            self._waiting.discard(path)
+            if not self._waiting:
+                self._all_asked.set()
+        self._all_asked.wait(self._timeout)
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     delay = Delay(0.0)
+    fetched = Fetched()
 
     def do_GET(self) -> None:
+        self.fetched.asked(self.path)
         if self.delay.seconds:
             time.sleep(self.delay.seconds)
         super().do_GET()
@@ -330,10 +356,12 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 @contextmanager
-def serve(root: Path, delay: float | Delay = 0.0) -> Iterator[str]:
-    """Serve root on 127.0.0.1 on a free port, each response after `delay` s; yields the base URL."""
+def serve(root: Path, delay: float | Delay = 0.0, fetched: Fetched | None = None) -> Iterator[str]:
+    """Serve root on 127.0.0.1 on a free port, each response after `delay` s, the requests
+    recorded in `fetched`; yields the base URL."""
     pace = delay if isinstance(delay, Delay) else Delay(delay)
-    handler = functools.partial(type("Handler", (_QuietHandler,), {"delay": pace}), directory=str(root))
+    attributes = {"delay": pace, "fetched": fetched or Fetched()}
+    handler = functools.partial(type("Handler", (_QuietHandler,), attributes), directory=str(root))
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
