@@ -5,8 +5,8 @@ Every script call that changes the stored pages (store, update, forget, prune, s
 appends one entry a page that came or went to the stream `P changes`, in the same call:
 its page id, its fingerprint when near-matchable, its key's hash (codec.key_hash) and its text
 hash. A writer stands at a position in the stream (the id of the last entry it read); the
-stream keeps about KEEP entries, and `floor` in `P meta` names the last one trimmed, so that a
-writer behind it knows to read the stored fingerprints again. `epoch` in `P meta` changes when
+stream keeps about KEEP entries, and `floor` in `P meta` names the first one its last trim kept,
+so that a writer before it knows to read the stored fingerprints again. `epoch` in `P meta` changes when
 the index is emptied (reset): every writer reads them again.
 """
 
@@ -23,7 +23,7 @@ from ...fingerprinting.fingerprinter import Signature
 from .codec import hex_or_empty, key_hash, text_of
 
 KEEP = 200_000  # entries the stream keeps (at least); a writer further behind reads every fingerprint again
-FOLLOW_COUNT = 2000  # entries read at a time
+FOLLOW_COUNT = 1000  # entries read at a time
 BEHIND = 100_000  # more new entries than this at a catch-up: reading every fingerprint again is as cheap
 START = "0-0"  # the position before the first entry
 

@@ -97,17 +97,18 @@ local function note(came, id, fp, kh, th)
   tell(added, entry, came, tostring(id), fp, kh, th)
 end
 
--- Once the stream holds more than KEEP + TRIM_CHUNK entries, its oldest TRIM_CHUNK go, and
--- `floor` in meta names the last of them: a reader whose position is before it missed some.
+-- Once the stream holds more than KEEP + TRIM_CHUNK entries, its oldest go (whole nodes of it,
+-- about KEEP staying), and `floor` in meta names the first entry kept: a reader whose position is
+-- before it may have missed some.
 local function trim()
   if redis.call('XLEN', P .. 'changes') <= KEEP + TRIM_CHUNK then return end
-  local oldest = redis.call('XRANGE', P .. 'changes', '-', '+', 'COUNT', TRIM_CHUNK + 1)
-  redis.call('XTRIM', P .. 'changes', 'MINID', oldest[TRIM_CHUNK + 1][1])
-  redis.call('HSET', P .. 'meta', 'floor', oldest[TRIM_CHUNK][1])
+  if redis.call('XTRIM', P .. 'changes', 'MAXLEN', '~', KEEP) > 0 then
+    redis.call('HSET', P .. 'meta', 'floor', redis.call('XRANGE', P .. 'changes', '-', '+', 'COUNT', 1)[1][1])
+  end
 end
 
--- The entries after position `pos`, at most `count` of them, or nil when some of them were
--- trimmed away.
+-- The entries after position `pos`, at most `count` of them, or nil when some of them may have
+-- been trimmed away.
 local function since(pos, count)
   local floor = redis.call('HGET', P .. 'meta', 'floor') or '0-0'
   if id_after(floor, pos) then return nil end
