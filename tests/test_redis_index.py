@@ -33,6 +33,7 @@ redis = driver("redis", "redis")
 
 from simhash_index.index.redis.backend import RedisIndex, split_url  # noqa: E402 - needs the redis package
 from simhash_index.index.redis.codec import FIELDS, key_hash, micros  # noqa: E402
+from simhash_index.index.redis.server import Server  # noqa: E402
 
 
 @pytest.fixture
@@ -282,17 +283,17 @@ _KILLED_PRUNE = """
 import os, signal, sys
 from datetime import datetime, timedelta, timezone
 from simhash_index import SimhashIndex
-from simhash_index.index.redis.backend import RedisIndex
+from simhash_index.index.redis.server import Server
 
-run = RedisIndex._run
+run = Server.run
 
-def run_then_die(self, command, *args, **options):
-    answer = run(self, command, *args, **options)
+def run_then_die(self, command, *args):
+    answer = run(self, command, *args)
     if command == "prune":
         os.kill(os.getpid(), signal.SIGKILL)
     return answer
 
-RedisIndex._run = run_then_die
+Server.run = run_then_die
 SimhashIndex(sys.argv[1]).prune(before=datetime.now(timezone.utc) + timedelta(days=1))
 """
 
@@ -352,17 +353,17 @@ def _decide_in_calls(
     """The batch decided by one check_and_add_many on a new index holding `stored`: the answers, the
     number of `write` calls, and what the index holds after."""
     calls = []
-    run = RedisIndex._run
+    run = Server.run
 
-    def counted(self: RedisIndex, command: str, *args: object, **options: object) -> object:
+    def counted(self: Server, command: str, *args: object) -> object:
         calls.append(command)
-        return run(self, command, *args, **options)
+        return run(self, command, *args)
 
     with SimhashIndex(url, prefer="longest") as index:
         index.add_many(stored)
-        monkeypatch.setattr(RedisIndex, "_run", counted)
+        monkeypatch.setattr(Server, "run", counted)
         answers = index.check_and_add_many(batch)
-        monkeypatch.setattr(RedisIndex, "_run", run)
+        monkeypatch.setattr(Server, "run", run)
         log = [(d.key, d.duplicate_of, d.distance, d.exact, d.superseded) for d in index.duplicates()]
         held = (len(index), log, [index.query(signature.simhash) for _, signature in stored[:5]])
         assert redis_keys.problems(index._server.client, index.prefix) == []
@@ -416,18 +417,18 @@ def shingles(rng: random.Random, base: list[str], keep: int, extra: int) -> set[
 _KILLED_WRITER = """
 import os, random, signal, sys, threading
 from simhash_index import Signature, SimhashIndex
-from simhash_index.index.redis.backend import RedisIndex
+from simhash_index.index.redis.server import Server
 
 url, seed, pages = sys.argv[1], int(sys.argv[2]), eval(sys.argv[3])
 rng = random.Random(seed)
-run = RedisIndex._run
+run = Server.run
 
-def run_then_die(self, command, *args, **options):
+def run_then_die(self, command, *args):
     if command == "write" and rng.random() < 0.3:  # killed while the call is sent, run or answered
         threading.Timer(rng.random() / 500, os.kill, (os.getpid(), signal.SIGKILL)).start()
-    return run(self, command, *args, **options)
+    return run(self, command, *args)
 
-RedisIndex._run = run_then_die
+Server.run = run_then_die
 rng.shuffle(pages)
 with SimhashIndex(url, create=False) as index:
     for start in range(0, len(pages), 6):
@@ -523,14 +524,14 @@ def test_an_index_of_key_layout_2_is_upgraded_when_opened_to_write(redis_url: st
         with pytest.raises(SimhashIndexError, match=r"open it once to write .* to upgrade it"):
             index.query(pages[3][1])
     calls = []
-    run = RedisIndex._run
+    run = Server.run
 
-    def counted(self: RedisIndex, command: str, *args: object, **options: object) -> object:
+    def counted(self: Server, command: str, *args: object) -> object:
         calls.append(command)
-        return run(self, command, *args, **options)
+        return run(self, command, *args)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(RedisIndex, "_run", counted)
+        patch.setattr(Server, "run", counted)
         with SimhashIndex(redis_url) as index:
             assert index.describe().schema_version == "3"
     assert calls.count("migrate") >= 1 and calls[-1] == "migrated"

@@ -32,17 +32,14 @@ from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ..base import Description, Forgotten, Index, Page
 from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
 from ..texts import TextSizes
-from . import changes, deciding, reading
+from . import changes, deciding, forgetting, reading
 from .codec import BLOBS, duplicate_of_entry, glob_escape, micros, page_args, text_of
 from .following import Follower
-from .server import Server, connect
+from .server import CALL_US, PAGES_PER_CALL, STREAM_ROWS, Server, connect
 
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = "3"  # of the key layout (docs/schema.md); 2 had block sets and no change stream, 1 no sketches
 MIGRATES_FROM = "2"  # a layout upgraded in place when opened to write
-STREAM_ROWS = 1000  # log entries, or keys, read at a time
-PAGES_PER_CALL = 200  # pages (or texts, or keys to forget) sent a script call
-CALL_US = 5_000  # a call that loops over pages or keys stops after this long (the server's clock)
 CHECK_PAGES = 64  # pages a writer decides and writes at a time (one `write` call)
 WRITE_TRIES = 20  # times a chunk may be decided again before the writer gives up
 # The names (after the prefix) of an index's data keys, docs/schema.md's, `meta` aside: no key of
@@ -128,13 +125,10 @@ class RedisIndex(Index):
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _run(self, command: str, *args: Any, client: Any = None) -> Any:
-        """One call of the script, its errors as the library's."""
-        with self._server.talking():
-            return self._server.run(command, *args, client=client)
-
     def _open(self, scheme: str | None, create: bool) -> str:
-        version, recorded, created = self._run("open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0")
+        version, recorded, created = self._server.run(
+            "open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0"
+        )
         self.created = created == 1
         where = self._where
         if version is None and not create:
@@ -165,9 +159,9 @@ class RedisIndex(Index):
         stops halfway leaves version 2, and the next opener starts again."""
         next_id = 1
         while next_id:
-            next_id = int(self._run("migrate", next_id, CALL_US))
-        self._unlink(glob_escape(self.prefix) + "block:*", re.compile(rb"block:[0-3]:[0-9a-f]{4}"))
-        self._run("migrated", SCHEMA_VERSION)
+            next_id = int(self._server.run("migrate", next_id, CALL_US))
+        forgetting.unlink(self._server, glob_escape(self.prefix) + "block:*", re.compile(rb"block:[0-3]:[0-9a-f]{4}"))
+        self._server.run("migrated", SCHEMA_VERSION)
 
     @property
     def _where(self) -> str:
@@ -212,7 +206,9 @@ class RedisIndex(Index):
             decided = deciding.decide(self._server, pages, follower, self.policy, moment)
             while True:
                 assert follower.epoch is not None  # built
-                reply = self._run("write", follower.epoch, follower.position, micros(moment), radius, *decided.ops)
+                reply = self._server.run(
+                    "write", follower.epoch, follower.position, micros(moment), radius, *decided.ops
+                )
                 status = text_of(reply[0])
                 if status == "ok":
                     follower.apply(changes.parse(reply[1]))
@@ -235,22 +231,7 @@ class RedisIndex(Index):
     def _add_many(self, pages: Sequence[Page]) -> None:
         self._writable()
         moment = str(micros(now()))
-        self._in_calls("store", [page_args(key, signature) for key, signature in pages], moment, CALL_US)
-
-    def _in_calls(self, command: str, items: Sequence[Sequence[Any]], *head: Any) -> list[Any]:
-        """Send the items (each its arguments) in calls of PAGES_PER_CALL at most; a call that
-        does only a part (its time budget spent) is followed by one with the rest. The replies:
-        how many items the call did first, then whatever else it answers."""
-        replies, done = [], 0
-        while done < len(items):
-            sent = items[done : done + PAGES_PER_CALL]
-            reply = self._run(command, *head, *(argument for item in sent for argument in item))
-            did = reply if isinstance(reply, int) else int(reply[0])
-            if did == 0 and (isinstance(reply, int) or not any(reply[1:])):
-                raise SimhashIndexError(f"{self._where}: the script did none of the {len(sent)} items it was sent")
-            replies.append(reply)
-            done += did
-        return replies
+        self._server.in_calls("store", [page_args(key, signature) for key, signature in pages], moment, CALL_US)
 
     def _query(self, fingerprint: int) -> list[Match]:
         near = []
@@ -275,7 +256,7 @@ class RedisIndex(Index):
         return {page_id: page for page_id, page in found.items() if page.signature.near_simhash is not None}
 
     def _get(self, key: str) -> Match | None:
-        found = self._run("get", key.encode("utf-8"))
+        found = self._server.run("get", key.encode("utf-8"))
         if found is None:
             return None
         return Match(key, int(found[0], 16) if found[0] else None, 0, exact=True)
@@ -292,7 +273,7 @@ class RedisIndex(Index):
         self._writable()
         for start in range(0, len(pages), PAGES_PER_CALL):
             chunk = pages[start : start + PAGES_PER_CALL]
-            self._run("texts", *(part for key, body in chunk for part in (key.encode("utf-8"), body)))
+            self._server.run("texts", *(part for key, body in chunk for part in (key.encode("utf-8"), body)))
 
     def _texts(self, keys: list[str]) -> dict[str, bytes]:
         with self._server.talking():
@@ -307,79 +288,18 @@ class RedisIndex(Index):
 
     def _forget(self, keys: list[str]) -> Forgotten:
         self._writable()
-        replies = self._in_calls("forget", [[key.encode("utf-8")] for key in keys], CALL_US)
-        total = sum((Forgotten(int(pages), int(duplicates)) for _, pages, duplicates in replies), Forgotten())
-        return total + self._sweep(None) if total.pages else total  # logged before `against:` sets
+        return forgetting.forget(self._server, keys)
 
     def _prune(self, before: datetime) -> Forgotten:
-        """HSCAN the stored keys; the script removes those stored before `before` with the
-        duplicates logged against them, a few at a time; then a sweep of the log."""
         self._writable()
-        total, cutoff = Forgotten(), micros(before)
-        batch: list[list[bytes]] = []
-        with self._server.talking():
-            keys = self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS)
-            for key, _ in keys:
-                batch.append([key])
-                if len(batch) >= STREAM_ROWS:
-                    total += self._prune_keys(batch, cutoff)
-                    batch = []
-        return total + self._prune_keys(batch, cutoff) + self._sweep(cutoff)
-
-    def _prune_keys(self, keys: list[list[bytes]], cutoff: int) -> Forgotten:
-        replies = self._in_calls("prune", keys, cutoff, CALL_US)
-        return sum((Forgotten(int(pages), int(duplicates)) for _, pages, duplicates in replies), Forgotten())
+        return forgetting.prune(self._server, before)
 
     def _stored_before(self, before: datetime) -> int:
-        cutoff, count = micros(before), 0
-        with self._server.talking():
-            ids = [page_id for _, page_id in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS)]
-            for start in range(0, len(ids), STREAM_ROWS):
-                pipe = self._client.pipeline(transaction=False)
-                for page_id in ids[start : start + STREAM_ROWS]:
-                    pipe.hget(self._key(f"doc:{text_of(page_id)}"), "stored_at")
-                count += sum(1 for stored in pipe.execute() if stored is not None and int(stored) < cutoff)
-        return count
-
-    def _sweep(self, before: int | None) -> Forgotten:
-        """Take out of the log the entries logged before `before` (microseconds) and those
-        against a page no longer stored (logged before the `against:` sets were kept)."""
-        removed, after = 0, "-inf"
-        while True:
-            with self._server.talking():
-                ids = self._client.zrangebyscore(self._key("dup_log"), after, "+inf", start=0, num=STREAM_ROWS)
-            if not ids:
-                return Forgotten(0, removed)
-            replies = self._in_calls("sweep", [[log_id] for log_id in ids], "" if before is None else before, CALL_US)
-            removed += sum(int(reply[1]) for reply in replies)
-            after = f"({text_of(ids[-1])}"
+        return forgetting.stored_before(self._server, before)
 
     def _reset(self) -> Forgotten:
-        """Delete the index's data keys, a few at a time; the epoch changes before and after, so
-        that every writer reads the stored fingerprints again."""
         self._writable()
-        pages = len(self)
-        with self._server.talking():
-            duplicates = int(self._client.zcard(self._key("dup_log")))
-        self._run("epoch")
-        self._unlink(glob_escape(self.prefix) + "*", _DATA_KEY)
-        self._run("epoch")
-        return Forgotten(pages, duplicates)
-
-    def _unlink(self, pattern: str, names: re.Pattern[bytes]) -> None:
-        """Unlink the keys matching the SCAN pattern whose names (after the prefix) match `names`
-        (an index whose prefix extends this one's, `site:` and `site:news:`, keeps its keys)."""
-        prefix = self.prefix.encode("utf-8")
-        doomed: list[bytes] = []
-        with self._server.talking():
-            for key in self._client.scan_iter(match=pattern, count=STREAM_ROWS):
-                if names.fullmatch(key[len(prefix) :]):
-                    doomed.append(key)
-                if len(doomed) >= STREAM_ROWS:
-                    self._client.unlink(*doomed)
-                    doomed = []
-            if doomed:
-                self._client.unlink(*doomed)
+        return forgetting.reset(self._server, _DATA_KEY)
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         log, after = self._key("dup_log"), "-inf"

@@ -84,8 +84,7 @@ class Follower:
         """Read the stream past the position; False when it cannot be followed from there."""
         read = 0
         while True:
-            with self.server.talking():
-                epoch, status, *found = self.server.run("follow", self.position, changes.FOLLOW_COUNT)
+            epoch, status, *found = self.server.run("follow", self.position, changes.FOLLOW_COUNT)
             if epoch != self.epoch or status != b"ok":
                 return False
             count, said = found
@@ -97,9 +96,8 @@ class Follower:
                 return False
 
     def _build(self) -> None:
-        with self.server.talking():
-            epoch, position, last = self.server.run("start")
-            fingerprints, ids = _read_buckets(self.server, int(last) // BUCKET + 1)
+        epoch, position, last = self.server.run("start")
+        fingerprints, ids = _read_buckets(self.server, int(last) // BUCKET + 1)
         self.held = Held(fingerprints, ids)
         self.epoch, self.position, self._stale = epoch, text_of(position), 0
         self.builds += 1
@@ -114,7 +112,9 @@ def _read_buckets(server: Server, count: int) -> tuple[U64, I64]:
         pipe: Any = server.client.pipeline(transaction=False)
         for number in numbers:
             pipe.get(server.key(f"fp:{number}"))
-        for number, held in zip(numbers, pipe.execute()):
+        with server.talking():
+            replies = pipe.execute()
+        for number, held in zip(numbers, replies):
             if held:
                 slots = np.frombuffer(held, SLOT, len(held) // SLOT.itemsize)
                 near = np.flatnonzero(slots["near"] == 1)

@@ -38,8 +38,7 @@ def read(server: Server, keys: Sequence[str], text_hashes: Sequence[int], ids: I
         by_key, by_text = (keys, text_hashes) if first else ((), ())
         arguments = [len(by_key), *(key.encode("utf-8") for key in by_key)]
         arguments += [len(by_text), *(hex_or_empty(text_hash) for text_hash in by_text)]
-        with server.talking():
-            own, texts, pages = server.run("read", *arguments, len(asked), *asked)
+        own, texts, pages = server.run("read", *arguments, len(asked), *asked)
         if first:
             found.own = [None if page_id is None else int(page_id) for page_id in own]
             found.texts = [[int(page_id) for page_id in members] for members in texts]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,9 @@ except ImportError as missing:
     raise MissingDependencyError(f"Redis indexes need the redis package: {install_extra('redis')}") from missing
 
 _SCRIPT = (Path(__file__).parent / "script.lua").read_text(encoding="utf-8")
+STREAM_ROWS = 1000  # log entries, or keys, read at a time
+PAGES_PER_CALL = 200  # pages (or texts, or keys to forget) sent a script call
+CALL_US = 5_000  # a call that loops over pages or keys stops after this long (the server's clock)
 
 
 def connect(url: str, connect_timeout: float, timeout: float) -> Any:
@@ -45,10 +48,25 @@ class Server:
     def key(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
-    def run(self, command: str, *args: Any, client: Any = None) -> Any:
-        """One call of the script (on a pipeline when `client` is one)."""
-        header = [command, self.prefix, BLOB_NAMES, changes.KEEP]
-        return self._script(args=[*header, *args], client=client)
+    def run(self, command: str, *args: Any) -> Any:
+        """One call of the script, its errors as the library's."""
+        with self.talking():
+            return self._script(args=[command, self.prefix, BLOB_NAMES, changes.KEEP, *args])
+
+    def in_calls(self, command: str, items: Sequence[Sequence[Any]], *head: Any) -> list[Any]:
+        """Send the items (each its arguments) in calls of PAGES_PER_CALL at most, after `head`; a
+        call that does only a part (its time budget spent) is followed by one with the rest. The
+        replies: how many items the call did, or a list that begins with it."""
+        replies, done = [], 0
+        while done < len(items):
+            sent = items[done : done + PAGES_PER_CALL]
+            reply = self.run(command, *head, *(argument for item in sent for argument in item))
+            did = reply if isinstance(reply, int) else int(reply[0])
+            if did == 0 and (isinstance(reply, int) or not any(reply[1:])):
+                raise SimhashIndexError(f"{self.url}: the script did none of the {len(sent)} items it was sent")
+            replies.append(reply)
+            done += did
+        return replies
 
     def close(self) -> None:
         self.client.close()
