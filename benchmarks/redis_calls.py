@@ -227,8 +227,8 @@ def main() -> None:
                 index.add_many(workload.items())
             stored = int(client.info("memory")["used_memory"]) - before
             with Timer() as opening, open_index(url) as index:
-                index.follower.follow()
-                held = index.follower.held
+                index.lookup.follow()
+                held = index.lookup.held
                 per_page = 0.0 if held is None else held.nbytes / max(1, len(held))
             configs = [Config(r, b, w) for w in args.writers for b in args.batch_sizes for r in args.radii]
             for round_ in range(args.rounds):

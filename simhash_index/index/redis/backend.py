@@ -74,7 +74,11 @@ def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
 
 
 class RedisIndex(Index):
-    """Near-duplicate index on a Redis server, under a key prefix of its own."""
+    """Near-duplicate index on a Redis server, under a key prefix of its own.
+
+    `lookup`: this process's view of the stored fingerprints (following.py); `written`,
+    `resent`, `redecided`: its `write` calls that stored a chunk, that were refused and sent again
+    as decided, that were refused and decided again."""
 
     def __init__(
         self,
@@ -97,7 +101,7 @@ class RedisIndex(Index):
         self.keep_texts = keep_texts
         self.version = SCHEMA_VERSION
         self._deciding = threading.Lock()  # one batch at a time follows the stream in this process
-        self.written = self.resent = self.redecided = 0  # write calls: stored, sent again as decided, decided again
+        self.written = self.resent = self.redecided = 0
         try:
             # Opened with the connect timeout for every call, so that a TLS handshake with a server
             # that never answers it (rediss:// to a plain port) fails as fast as a connection.
@@ -118,7 +122,7 @@ class RedisIndex(Index):
         self._server.close()  # from here on, calls may take the statement timeout
         client = connect(connect_to, connect_timeout, statement_timeout)
         self._server = Server(client, self.prefix, self.url, self._scrub)
-        self.follower = Follower(self._server)
+        self.lookup = Follower(self._server)
 
     def __repr__(self) -> str:
         return f"RedisIndex({self.url!r}, prefix={self.prefix!r}, max_distance={self.max_distance})"
@@ -155,8 +159,9 @@ class RedisIndex(Index):
 
     def _migrate(self) -> None:
         """Key layout 2 to 3, in calls of CALL_US at most: the fingerprint buckets filled from the
-        pages' hashes, the block sets deleted, the change stream begun. Idempotent: a process that
-        stops halfway leaves version 2, and the next opener starts again."""
+        pages' hashes, the block sets deleted, the epoch and floor of the change stream recorded,
+        then the version. Idempotent: a process stopped halfway leaves version 2, and the next
+        opener starts again (two at once do the same writes)."""
         next_id = 1
         while next_id:
             next_id = int(self._server.run("migrate", next_id, CALL_US))
@@ -199,7 +204,7 @@ class RedisIndex(Index):
         """Decide the pages where the writer stands in the stream, and write them. A write refused
         returns what the writer missed: sent again as decided when that touches none of the pages,
         else decided again (after following the stream, when the writer was too far behind)."""
-        follower, radius = self.follower, self.max_distance
+        follower, radius = self.lookup, self.max_distance
         for _ in range(WRITE_TRIES):
             follower.ready()
             moment = now()
@@ -250,8 +255,8 @@ class RedisIndex(Index):
                 "SimhashIndex(url)) to upgrade it"
             )
         with self._deciding:
-            self.follower.follow()
-            ids = self.follower.near([fingerprint], self.max_distance)[0]
+            self.lookup.follow()
+            ids = self.lookup.near([fingerprint], self.max_distance)[0]
         found = reading.pages_by_id(self._server, ids)
         return {page_id: page for page_id, page in found.items() if page.signature.near_simhash is not None}
 
