@@ -545,3 +545,23 @@ def test_an_index_of_key_layout_2_is_upgraded_when_opened_to_write(redis_url: st
         index.forget([pages[7][0]])
         assert index.duplicates()[-1].key == "https://new.example/same"
         assert len(index.duplicates()) == 2  # the old entry went with the page it was logged against
+
+
+def test_a_chunk_that_supersedes_many_pages_of_one_text_decides_as_the_rule(redis_url: str) -> None:
+    """A writer reads the oldest 65 pages of a text (a chunk of 64 hides at most 64 of them):
+    a chunk whose every page supersedes the oldest page of a text 100 pages share decides as the
+    memory index, which sees them all."""
+    stored = [
+        (f"https://old.example/{n}", Signature(n * 0x9E37_79B9_7F4A_7C15 % 2**64, 42, words=10)) for n in range(100)
+    ]
+    batch = [
+        (f"https://new.example/{n}", Signature(n * 0xC2B2_AE3D_27D4_EB4F % 2**64, 42, words=20 + n)) for n in range(64)
+    ]
+    outcomes = []
+    for url in ("memory://", redis_url):
+        with SimhashIndex(url, prefer="longest") as index:
+            index.add_many(stored)
+            answers = [(m.key, m.superseded) if m else None for m in index.check_and_add_many(batch)]
+            outcomes.append((answers, sorted((d.key, d.duplicate_of) for d in index.duplicates())))
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[0][0][0] == ("https://old.example/0", "longer")

@@ -81,7 +81,10 @@ class Seen:
         near = [s.near_simhash for _, s in pages]
         found = iter(follower.near([fp for fp in near if fp is not None], policy.max_distance))
         near_ids = [next(found) if fp is not None else [] for fp in near]
-        stored = reading.read(server, keys, texts, {i for ids in near_ids for i in ids})
+        # the oldest page with a text is its match, unless the chunk hides it (superseded, or its own
+        # key updated): without a window, that one of the oldest len(pages) + 1 is enough
+        oldest = reading.ALL if policy.window is not None else len(pages) + 1
+        stored = reading.read(server, keys, texts, {i for ids in near_ids for i in ids}, oldest=oldest)
         read = stored.pages
         self._by_key = {key: read[i] for key, i in zip(keys, stored.own) if i in read and read[i].key == key}
         self._by_text = {

@@ -15,6 +15,7 @@ from .codec import hex_or_empty, stored_page
 from .server import Server
 
 PAGES_AT_ONCE = 500  # pages read by id a call
+ALL = 0  # every page with a text hash
 
 
 @dataclass
@@ -27,9 +28,11 @@ class Read:
     pages: dict[int, StoredPage] = field(default_factory=dict)
 
 
-def read(server: Server, keys: Sequence[str], text_hashes: Sequence[int], ids: Iterable[int]) -> Read:
-    """The pages stored under these keys, with these text hashes, with these ids (a page that
-    went meanwhile is left out)."""
+def read(
+    server: Server, keys: Sequence[str], text_hashes: Sequence[int], ids: Iterable[int], *, oldest: int = ALL
+) -> Read:
+    """The pages stored under these keys, with these text hashes (the `oldest` of each; ALL: every
+    one), with these ids (a page that went meanwhile is left out)."""
     wanted = sorted(set(ids))
     found = Read()
     first = True
@@ -38,7 +41,7 @@ def read(server: Server, keys: Sequence[str], text_hashes: Sequence[int], ids: I
         by_key, by_text = (keys, text_hashes) if first else ((), ())
         arguments = [len(by_key), *(key.encode("utf-8") for key in by_key)]
         arguments += [len(by_text), *(hex_or_empty(text_hash) for text_hash in by_text)]
-        own, texts, pages = server.run("read", *arguments, len(asked), *asked)
+        own, texts, pages = server.run("read", oldest, *arguments, len(asked), *asked)
         if first:
             found.own = [None if page_id is None else int(page_id) for page_id in own]
             found.texts = [[int(page_id) for page_id in members] for members in texts]

@@ -362,10 +362,11 @@ elseif command == 'start' then
   local pos = last and last[1] or meta[2] or '0-0'
   return {meta[1], pos, redis.call('GET', P .. 'next_id') or '0'}
 elseif command == 'read' then
-  -- keys, text hashes, page ids, each list after its length: the ids stored under the keys
-  -- (false for none), the ids of the pages with each text hash (oldest first), and each page
-  -- of all those ids: {id, its hash's fields and values, its blobs (false for none)}
-  local i, ids, wanted, pages = 5, {}, {}, {}
+  -- how many of the oldest pages with a text hash to read (-1: all), then keys, text hashes,
+  -- page ids, each list after its length: the ids stored under the keys (false for none), the
+  -- ids of the (oldest) pages with each text hash, oldest first, and each page of all those ids:
+  -- {id, its hash's fields and values, its blobs (false for none)}
+  local oldest, i, ids, wanted, pages = tonumber(ARGV[5]) - 1, 6, {}, {}, {}
   local function want(id)
     if not wanted[id] then wanted[id] = true; table.insert(ids, id) end
   end
@@ -377,7 +378,7 @@ elseif command == 'read' then
   end
   i = i + 1 + tonumber(ARGV[i])
   for j = i + 1, i + tonumber(ARGV[i]) do
-    local members = redis.call('ZRANGE', P .. 'text:' .. ARGV[j], 0, -1)
+    local members = redis.call('ZRANGE', P .. 'text:' .. ARGV[j], 0, oldest)
     table.insert(texts, members)
     for _, id in ipairs(members) do want(id) end
   end
