@@ -17,7 +17,8 @@ one's end; median and range of the rounds), beside radius 0's; the `write` calls
 as the writers saw them (the round trip included), how many held the server over 1 ms, the 99th
 percentile of those and the longest, and the longest of the other calls, from the server's
 SLOWLOG (its own time for each call, queueing aside; a process this machine stalls holds it too:
-`redis-cli --intrinsic-latency 20` says how long a stall gets). The server logs every call over 1 ms in its SLOWLOG: a server of its own,
+`redis-cli --intrinsic-latency 20` says how long a stall gets). The server logs every call over
+1 ms in its SLOWLOG: a server of its own,
 
     redis-server --port 6391 --save '' --slowlog-log-slower-than 1000 --slowlog-max-len 100000
 
