@@ -12,7 +12,7 @@ import redis_keys
 from conftest import driver
 from writer_pairs import BASE, FAR, duplicate_of, near_copy, two_writers
 
-from simhash_index import Signature
+from simhash_index import Signature, SimhashIndex
 from simhash_index.index.base import Index
 
 driver("redis", "redis")
@@ -107,3 +107,20 @@ def test_a_write_refused_for_a_change_far_from_it_is_sent_again_as_decided(write
     far_id = int(b._server.client.hget(b._server.key("ids"), "https://b.example/far"))
     assert far_id in a.lookup.near([FAR ^ 1], 6)[0]
     assert redis_keys.problems(a._server.client, a.prefix) == []
+
+
+def test_a_writer_whose_index_was_made_anew_reads_it_again(redis_url, writers):
+    """Every key of the index deleted (a server restarted without persistence, a flush) and the
+    index made anew by another process: its epoch is another (the server's clock), so a writer that
+    held the old one's fingerprints reads the new one's before it decides."""
+    a, b = writers
+    b.check_and_add("https://b.example/old", FAR)
+    assert duplicate_of(a, "https://a.example/old-copy", near_copy(FAR)) == "https://b.example/old"
+    client, prefix = redis_keys.client_of(redis_url)
+    client.delete(*client.keys(f"{prefix}*"))
+    client.close()
+    with SimhashIndex(redis_url) as c:
+        c.check_and_add("https://c.example/new", BASE)
+    assert duplicate_of(a, "https://a.example/new-copy", near_copy(BASE)) == "https://c.example/new"
+    assert duplicate_of(a, "https://a.example/old-again", near_copy(FAR, 3)) is None
+    assert a.lookup.builds == 2

@@ -33,6 +33,11 @@ local function doc_key(id)
   return P .. 'doc:' .. id
 end
 
+local function new_epoch()  -- the server's clock, so that an index made anew never repeats one
+  local now = redis.call('TIME')
+  return now[1] .. '.' .. now[2]
+end
+
 local function key_hash(key)  -- as codec.key_hash
   return sub(redis.sha1hex(key), 1, 16)
 end
@@ -470,7 +475,7 @@ elseif command == 'texts' then
   return (#ARGV - 4) / 2
 elseif command == 'epoch' then
   -- the index was emptied (reset): every writer reads the stored fingerprints again
-  redis.call('HINCRBY', P .. 'meta', 'epoch', 1)
+  redis.call('HSET', P .. 'meta', 'epoch', new_epoch())
   redis.call('HSET', P .. 'meta', 'floor', '0-0')
   return 1
 elseif command == 'migrate' then
@@ -488,7 +493,7 @@ elseif command == 'migrate' then
   return id
 elseif command == 'migrated' then
   -- schema_version: the buckets are filled and the block sets gone
-  redis.call('HSETNX', P .. 'meta', 'epoch', '1')
+  redis.call('HSETNX', P .. 'meta', 'epoch', new_epoch())
   redis.call('HSETNX', P .. 'meta', 'floor', '0-0')
   redis.call('HSET', P .. 'meta', 'schema_version', ARGV[5])
   return 1
@@ -499,7 +504,7 @@ elseif command == 'open' then
   if ARGV[7] == '1' then
     created = redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[5])
     redis.call('HSETNX', P .. 'meta', 'scheme', ARGV[6])
-    if created == 1 then redis.call('HSET', P .. 'meta', 'epoch', '1', 'floor', '0-0') end
+    if created == 1 then redis.call('HSET', P .. 'meta', 'epoch', new_epoch(), 'floor', '0-0') end
   end
   local recorded = redis.call('HMGET', P .. 'meta', 'schema_version', 'scheme')
   return {recorded[1], recorded[2], created}
