@@ -10,11 +10,11 @@ own; the layout applies to SQL). Then all indexes are measured in interleaved ro
 machine's load hits all alike; medians): query() of fresh pages (new pages of the workload, not
 stored) and of near copies (a stored page 1 to 3 bits off). Beside the rates: bytes per page
 (SQLite's file after a checkpoint, PostgreSQL's tables and indexes, Redis's used_memory growth), the
-index entries a fresh lookup reads (counted in numpy from the layout's probes; Redis: its 16-bit
-block buckets before its popcount filter), the stored pages within the radius, and 100 near copies'
-answers checked against brute force. --peer adds the `simhash` package's SimhashIndex (pure Python, in
-memory, at the largest radius of the workload's indexes) built from each workload's largest N, queried
-in the same rounds.
+index entries a fresh lookup reads (counted in numpy from the layout's probes; Redis: the entries of
+the in-memory index its writers and query() look up in, index/memory/near.py), the stored pages
+within the radius, and 100 near copies' answers checked against brute force. --peer adds the
+`simhash` package's SimhashIndex (pure Python, in memory, at the largest radius of the workload's
+indexes) built from each workload's largest N, queried in the same rounds.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from benchmarks._stores import (
 from benchmarks.workloads import WORKLOADS, Workload, fingerprint_of, page_key, split
 from simhash_index import open_index
 from simhash_index.index.base import Index
+from simhash_index.index.memory.near import NearIndex
 from simhash_index.index.sql.layouts import LAYOUTS, Layout
 
 BACKENDS = ("sqlite", "postgres", "redis")
@@ -237,9 +238,13 @@ def main() -> None:
                         load(case, args, size)
                         radius = index.max_distance
                         sample = [fingerprint_of(p) for p in workload.fresh[:300]]
-                        reads_as = "blocks" if backend == "redis" else layout
+                        if backend == "redis":
+                            read = NearIndex(workload.stored).search(np.array(sample, np.uint64), radius).read
+                            read /= len(sample)
+                        else:
+                            read = entries_read(workload.stored, layout, sample, radius)
                         case.figures.update(
-                            read=entries_read(workload.stored, reads_as, sample, radius),
+                            read=read,
                             within=float(
                                 np.mean(
                                     [

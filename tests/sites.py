@@ -8,7 +8,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -313,11 +314,36 @@ class Delay:
         self.seconds = seconds
 
 
+class Fetched:
+    """The requests a served site answered, by path. With `together`, each request waits (at
+    most `timeout` seconds) until every one of those paths was asked for: crawlers started apart,
+    each from one of them, begin together."""
+
+    def __init__(self, together: Iterable[str] = (), timeout: float = 30.0) -> None:
+        self.counts: Counter[str] = Counter()
+        self._waiting = {"/" + path.lstrip("/") for path in together}
+        self._all_asked = threading.Event()
+        self._lock = threading.Lock()
+        self._timeout = timeout
+        if not self._waiting:
+            self._all_asked.set()
+
+    def asked(self, path: str) -> None:
+        with self._lock:
+            self.counts[path.lstrip("/")] += 1
+            self._waiting.discard(path)
+            if not self._waiting:
+                self._all_asked.set()
+        self._all_asked.wait(self._timeout)
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     delay = Delay(0.0)
     headers_by_path: Mapping[str, Mapping[str, str]] = {}
+    fetched = Fetched()
 
     def do_GET(self) -> None:
+        self.fetched.asked(self.path)
         if self.delay.seconds:
             time.sleep(self.delay.seconds)
         super().do_GET()
@@ -337,13 +363,16 @@ class _Server(http.server.ThreadingHTTPServer):
 
 @contextmanager
 def serve(
-    root: Path, delay: float | Delay = 0.0, headers: Mapping[str, Mapping[str, str]] | None = None
+    root: Path,
+    delay: float | Delay = 0.0,
+    headers: Mapping[str, Mapping[str, str]] | None = None,
+    fetched: Fetched | None = None,
 ) -> Iterator[str]:
-    """Serve root on 127.0.0.1 on a free port, each response after `delay` s; yields the base URL.
-    `headers`: {path: {header: value}}, values sent for these paths in place of the server's own
-    (Last-Modified, Content-Type)."""
+    """Serve root on 127.0.0.1 on a free port, each response after `delay` s, the requests
+    recorded in `fetched`; yields the base URL. `headers`: {path: {header: value}}, values sent
+    for these paths in place of the server's own (Last-Modified, Content-Type)."""
     pace = delay if isinstance(delay, Delay) else Delay(delay)
-    attributes = {"delay": pace, "headers_by_path": headers or {}}
+    attributes = {"delay": pace, "headers_by_path": headers or {}, "fetched": fetched or Fetched()}
     handler = functools.partial(type("Handler", (_QuietHandler,), attributes), directory=str(root))
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -179,7 +179,7 @@ SQL_INDEX = {"schema_version": SCHEMA_VERSION, "layout": "blocks", "block_assign
 INDEX_OF = {  # what stats says of a new index on each backend
     "sqlite": {"backend": "sqlite"} | SQL_INDEX,
     "postgresql": {"backend": "postgresql"} | SQL_INDEX,
-    "redis": {"backend": "redis", "schema_version": "2"},
+    "redis": {"backend": "redis", "schema_version": "3"},
 }
 
 
@@ -211,7 +211,7 @@ def test_stats(filled) -> None:
     summary = "pages stored  5\nduplicates    4\nexact         1\nnear          3\n"
     index_line = {
         "sqlite": f"sqlite, schema {SCHEMA_VERSION}, blocks layout (contiguous bits)",
-        "redis": "redis, schema 2",
+        "redis": "redis, schema 3",
     }
     index_line["postgresql"] = index_line["sqlite"].replace("sqlite", "postgresql")
     expected_table = (

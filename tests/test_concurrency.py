@@ -9,12 +9,14 @@ from datetime import datetime, timedelta, timezone
 from functools import partial
 
 import pytest
+import redis_keys
 import xxhash
 from conftest import without_layout
 from racing import GROUPS, PROCESSES, TIMEOUT_S, make_groups, run_workers
 from sqlalchemy import create_engine
 
 from simhash_index import Signature, SimhashIndex, hamming
+from simhash_index.index.redis.codec import micros
 
 pytestmark = pytest.mark.early
 
@@ -144,10 +146,11 @@ CHURN_OPS = 150
 
 
 def churn(url: str, fingerprints: list[int], barrier, results) -> None:
-    """Worker: beside the writers, change the churn pages in every way a process can."""
+    """Worker: beside the writers, change the churn pages in every way a process can (on SQL,
+    deleting rows by hand too; on Redis, a bulk load replacing them)."""
     rng = random.Random(5)
     keys = [f"https://churn.example/{n}" for n in range(CHURN)]
-    engine = create_engine(without_layout(url))
+    engine = None if url.startswith("redis") else create_engine(without_layout(url))
     try:
         with SimhashIndex(url, create=False, prefer="longest") as index:
             barrier.wait(timeout=TIMEOUT_S)
@@ -164,6 +167,8 @@ def churn(url: str, fingerprints: list[int], barrier, results) -> None:
                         index.check_and_add(f"{key}/longer/{op}", longer)
                 elif op % 5 == 3:
                     index.prune(before=datetime.now(timezone.utc) - timedelta(days=1))
+                elif engine is None:
+                    index.add_many([(key, Signature(fingerprints.pop(), rng.getrandbits(64), words=10))])
                 else:
                     with engine.begin() as conn:
                         conn.exec_driver_sql(f"DELETE FROM simhash_duplicates WHERE duplicate_of = '{key}'")
@@ -173,7 +178,8 @@ def churn(url: str, fingerprints: list[int], barrier, results) -> None:
         barrier.abort()
         return
     finally:
-        engine.dispose()
+        if engine is not None:
+            engine.dispose()
     results.put((0, "ok", {}))
 
 
@@ -184,7 +190,7 @@ def write_or_churn(job: tuple, barrier, results) -> None:
         check_rounds(job[1], barrier, results, batch=4)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"])
 def test_writers_stay_atomic_while_another_process_changes_other_pages(request, backend):
     """Four writers race on groups of near-duplicates while a fifth process forgets, prunes,
     updates in place, supersedes and deletes by hand pages far from them: each writer follows
@@ -199,13 +205,7 @@ def test_writers_stay_atomic_while_another_process_changes_other_pages(request, 
             far.append(candidate)
     with SimhashIndex(url) as index:
         index.add_many((f"https://churn.example/{n}", Signature(far.pop(), n, words=10)) for n in range(CHURN))
-    old = datetime.now(timezone.utc) - timedelta(days=2)
-    when = int(old.timestamp()) if backend == "sqlite" else f"'{old.isoformat()}'"
-    engine = create_engine(without_layout(url))
-    with engine.begin() as conn:  # half of them stored long ago: prune's to forget
-        first = f"SELECT id FROM simhash_documents ORDER BY id LIMIT {CHURN // 2}"
-        conn.exec_driver_sql(f"UPDATE simhash_documents SET stored_at = {when} WHERE id IN ({first})")
-    engine.dispose()
+    store_long_ago(url, backend, CHURN // 2)  # half of them: prune's to forget
     pages, work = race_work(groups, rng, salt="")
     jobs = [("write", [(url, items)]) for items in work] + [("churn", url, far)]
     reports = run_workers(write_or_churn, jobs, PROCESSES + 1)
@@ -214,6 +214,27 @@ def test_writers_stay_atomic_while_another_process_changes_other_pages(request, 
     with SimhashIndex(url, create=False) as index:  # the churn happened
         churned = {d.key for d in index.duplicates() if d.key.startswith("https://churn.example/")}
         assert churned and sum(index.get(f"https://churn.example/{n}") is not None for n in range(CHURN)) < CHURN
+    if backend == "redis":
+        client, prefix = redis_keys.client_of(url)
+        assert redis_keys.problems(client, prefix, stream_whole=False) == []
+        client.close()
+
+
+def store_long_ago(url: str, backend: str, count: int) -> None:
+    """The first `count` pages stored two days ago."""
+    old = datetime.now(timezone.utc) - timedelta(days=2)
+    if backend == "redis":
+        client, prefix = redis_keys.client_of(url)
+        for page_id in range(1, count + 1):
+            client.hset(f"{prefix}doc:{page_id}", "stored_at", micros(old))
+        client.close()
+        return
+    when = int(old.timestamp()) if backend == "sqlite" else f"'{old.isoformat()}'"
+    engine = create_engine(without_layout(url))
+    with engine.begin() as conn:
+        first = f"SELECT id FROM simhash_documents ORDER BY id LIMIT {count}"
+        conn.exec_driver_sql(f"UPDATE simhash_documents SET stored_at = {when} WHERE id IN ({first})")
+    engine.dispose()
 
 
 def test_concurrent_first_open(fresh_db_urls):

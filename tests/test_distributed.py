@@ -1,5 +1,6 @@
 """A distributed crawl: two `scrapy crawl site` processes share one scrapy-redis scheduler
-(request queue and dupefilter in Redis) and deduplicate into one shared index."""
+(request queue and dupefilter in Redis) and deduplicate into one shared index: on Redis, the
+same server as the scheduler's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import DEFAULT_REDIS, REDIS_ENV, delete_redis_keys, redis_server
 from crawlers import assert_consistent, start_crawl
-from sites import build_cluster_site, serve
+from sites import Fetched, build_cluster_site, serve
 
 from simhash_index import SimhashIndex
 
@@ -37,7 +38,8 @@ def scrapy_redis_settings(server: str, keys: str) -> list[str]:
         "SCHEDULER_PERSIST=True",
         # A plain Spider on scrapy-redis's scheduler closes once the shared queue is empty and it
         # has nothing in flight: what one crawler pushed stays queued until some crawler pops it.
-        "CONCURRENT_REQUESTS=2",
+        # One request at a time, so that a crawler never pops the other's start request too.
+        "CONCURRENT_REQUESTS=1",
     ]
 
 
@@ -68,37 +70,44 @@ def finish_within(processes: list[subprocess.Popen], logs: list[Path], seconds: 
 
 @pytest.mark.parametrize("backend", ["redis", "postgres"])
 def test_two_crawlers_share_a_scrapy_redis_scheduler(backend: str, request, tmp_path: Path) -> None:
+    """Each crawler starts from an index page of its own (the site answers none until both were
+    asked for, so both crawl from the start); the pages they link to are shared out through the
+    queue. Every page is fetched once, both crawlers decide pages, their stats add up to what the
+    index holds, and each group of near copies keeps one page."""
     server = redis_server()  # the scheduler's Redis: skips (fails under CI) without one
     keys = f"simhash-test-{uuid.uuid4().hex[:12]}:"
     root = tmp_path / "site"
-    info = build_cluster_site(root, clusters=12, members=4, indexes=1)
+    info = build_cluster_site(root, clusters=12, members=4, indexes=CRAWLERS)
     db_url = request.getfixturevalue(f"{backend}_url")
     SimhashIndex(db_url).close()  # the index exists before the race (as in test_reliability)
     settings = scrapy_redis_settings(os.environ.get(REDIS_ENV, DEFAULT_REDIS), keys)
+    fetched = Fetched(together=info["indexes"])
     try:
-        with serve(root, delay=0.3) as base:
-            start = f"{base}/{info['indexes'][0]}"  # the same start page: the dupefilter splits the work
+        with serve(root, delay=0.2, fetched=fetched) as base:
             logs = [tmp_path / f"crawler{i}.log" for i in range(CRAWLERS)]
-            processes = [start_crawl(start, db_url, log, *settings) for log in logs]
+            processes = [
+                start_crawl(f"{base}/{start}", db_url, log, *settings) for start, log in zip(info["indexes"], logs)
+            ]
             texts = finish_within(processes, logs, CRAWL_LIMIT_S)
     finally:
         delete_redis_keys(server, keys)
         server.close()
 
-    pages = [f"{base}/{path}" for cluster in info["clusters"] for path in cluster]
-    handled = [stat(text, "item_scraped_count") + stat(text, "item_dropped_count") for text in texts]
-    # Every page but the start page was taken by exactly one crawler. The start page is taken
-    # once per crawler that pops its own start request, or fewer times: a start request goes
-    # through the shared queue, where the other crawler may pop it first, and a crawler that
-    # found the queue drained closes without work (seen in 1 run of ~10).
-    assert len(pages) + 1 <= sum(handled) <= len(pages) + CRAWLERS, handled
+    paths = [path for cluster in info["clusters"] for path in cluster]
+    assert set(fetched.counts) >= {*paths, *info["indexes"]}, "a page was never fetched"
+    assert {path for path, count in fetched.counts.items() if count > 1} == set(), "fetched twice"
+    pages = [f"{base}/{path}" for path in paths]
+    handled = [stat(text, "simhash/kept") + stat(text, "simhash/dropped") for text in texts]
+    assert all(handled) and sum(handled) == len(pages) + CRAWLERS, handled  # both crawled, each page once
 
     with SimhashIndex(db_url, scheme=None) as index:
         stored = {page for page in pages if index.get(page) is not None}
         dropped = {d.key: d.duplicate_of for d in index.duplicates()}
-        assert len(index) == len(stored) + 1  # and the start page
+        assert len(index) == len(stored) + CRAWLERS  # and the index pages
     assert stored | set(dropped) == set(pages), "a page was lost"
     assert not stored & set(dropped)
+    assert sum(stat(text, "simhash/dropped") for text in texts) == len(dropped)
+    assert sum(stat(text, "simhash/kept") for text in texts) == len(stored) + CRAWLERS
     for cluster in info["clusters"]:
         urls = [f"{base}/{path}" for path in cluster]
         kept = [url for url in urls if url in stored]

@@ -1,4 +1,5 @@
-"""A writer's in-memory lookup follows every change another writer makes to the table.
+"""A writer's in-memory lookup follows every change another writer makes to the table (on Redis:
+to the stored pages, through the change stream; tests/test_redis_following.py has the rest).
 
 Writer `a` decides against its in-memory index (lookup.py); every other change comes through
 another connection: a second index object (a second process would be the same to the
@@ -15,15 +16,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from conftest import without_layout
 from sqlalchemy import create_engine
+from writer_pairs import BASE, FAR, duplicate_of, near_copy, two_writers
 
 from simhash_index import Signature, SimhashIndex
+from simhash_index.index.base import Index
 from simhash_index.index.records import now
 from simhash_index.index.sql import changes, writing
 from simhash_index.index.sql.engine import lock_writers
 from simhash_index.index.sql.statements import MARKS, db_time, document_row, execute_many, upsert_documents
-
-BASE = 0x0123_4567_89AB_CDEF
-FAR = 0xF0F0_0F0F_3C3C_C3C3  # 32 bits from BASE
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -31,21 +31,22 @@ def url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")
 
 
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def any_url(request: pytest.FixtureRequest) -> str:
+    """The tests that hold for Redis's writers too, which follow a change stream of their own."""
+    return request.getfixturevalue(f"{request.param}_url")
+
+
 @pytest.fixture
-def writers(url: str) -> Iterator[tuple[SimhashIndex, SimhashIndex]]:
-    """Writer `a`, whose lookup is built before the other writer `b` changes anything."""
-    with SimhashIndex(url) as a, SimhashIndex(url) as b:
-        a.check_and_add("https://a.example/seed", FAR ^ 0xFFFF)  # builds a's lookup
-        yield a, b
+def writers(url: str) -> Iterator[tuple[Index, Index]]:
+    with two_writers(url) as found:
+        yield found
 
 
-def near_copy(fingerprint: int, bits: int = 5) -> int:
-    return fingerprint ^ ((1 << bits) - 1) << 20
-
-
-def duplicate_of(index: SimhashIndex, key: str, fingerprint: int) -> str | None:
-    match = index.check_and_add(key, fingerprint)
-    return None if match is None else match.key
+@pytest.fixture
+def any_writers(any_url: str) -> Iterator[tuple[Index, Index]]:
+    with two_writers(any_url) as found:
+        yield found
 
 
 def sql(url: str, *statements: str) -> None:
@@ -56,15 +57,15 @@ def sql(url: str, *statements: str) -> None:
     engine.dispose()
 
 
-def test_a_page_another_writer_stored_is_seen(writers):
-    a, b = writers
+def test_a_page_another_writer_stored_is_seen(any_writers):
+    a, b = any_writers
     b.check_and_add("https://b.example/page", BASE)
     assert duplicate_of(a, "https://a.example/copy", near_copy(BASE)) == "https://b.example/page"
     assert a.lookup.builds == 1  # followed through the change feed, not built again
 
 
-def test_a_fingerprint_updated_in_place_is_seen_at_its_new_value_only(writers):
-    a, b = writers
+def test_a_fingerprint_updated_in_place_is_seen_at_its_new_value_only(any_writers):
+    a, b = any_writers
     b.check_and_add("https://b.example/page", FAR)
     assert duplicate_of(a, "https://a.example/far-copy", near_copy(FAR, 3)) == "https://b.example/page"
     b.check_and_add("https://b.example/page", BASE)  # its text changed: its row follows it
@@ -72,32 +73,39 @@ def test_a_fingerprint_updated_in_place_is_seen_at_its_new_value_only(writers):
     assert duplicate_of(a, "https://a.example/old-copy", near_copy(FAR, 4)) is None
 
 
-def test_a_superseding_survivor_is_seen_and_the_superseded_page_is_not(url, writers):
-    a, _ = writers
-    with SimhashIndex(url, prefer="longest") as b:
+def test_a_superseding_survivor_is_seen_and_the_superseded_page_is_not(any_url, any_writers):
+    a, _ = any_writers
+    with SimhashIndex(any_url, prefer="longest") as b:
         b.check_and_add("https://b.example/short", Signature(BASE, 1, words=10))
         match = b.check_and_add("https://b.example/long", Signature(BASE ^ 1 << 40, 2, words=50))
         assert match is not None and match.superseded == "longer"
     assert duplicate_of(a, "https://a.example/copy", BASE ^ 1 << 40 ^ 0b111) == "https://b.example/long"
 
 
-@pytest.mark.parametrize("how", ["forget", "prune", "reset", "plain SQL"])
-def test_a_page_that_left_is_not_matched_and_a_new_one_in_its_place_is(url, writers, how):
-    a, b = writers
+@pytest.mark.parametrize("how", ["forget", "prune", "reset"])
+def test_a_page_that_left_is_not_matched_and_a_new_one_in_its_place_is(any_writers, how):
+    a, b = any_writers
     b.check_and_add("https://b.example/page", BASE)
     assert duplicate_of(a, "https://a.example/first", near_copy(BASE)) == "https://b.example/page"
     if how == "forget":
         b.forget(["https://b.example/page"])
     elif how == "prune":
         b.prune(before=datetime.now(timezone.utc) + timedelta(days=1))
-    elif how == "reset":
-        b.reset()
     else:
-        sql(url, "DELETE FROM simhash_duplicates", "DELETE FROM simhash_documents WHERE key = 'https://b.example/page'")
+        b.reset()
     assert duplicate_of(a, "https://a.example/second", near_copy(BASE, 4)) is None  # stored: nothing near
     b.check_and_add("https://b.example/again", near_copy(FAR))
     assert duplicate_of(a, "https://a.example/third", FAR) == "https://b.example/again"
     assert a.lookup.builds == (2 if how == "reset" else 1)  # a reset starts a new epoch: built anew
+
+
+def test_a_row_deleted_by_plain_sql_is_not_matched(url, writers):
+    a, b = writers
+    b.check_and_add("https://b.example/page", BASE)
+    assert duplicate_of(a, "https://a.example/first", near_copy(BASE)) == "https://b.example/page"
+    sql(url, "DELETE FROM simhash_duplicates", "DELETE FROM simhash_documents WHERE key = 'https://b.example/page'")
+    assert duplicate_of(a, "https://a.example/second", near_copy(BASE, 4)) is None  # stored: nothing near
+    assert a.lookup.builds == 1
 
 
 def test_rows_written_by_plain_sql_and_bulk_loads_are_seen(url, writers):
@@ -195,14 +203,14 @@ def test_the_change_log_stays_short_whoever_writes(url, monkeypatch):
     assert 0 < logged <= 20 + 10
 
 
-def test_threads_sharing_one_writer_decide_one_batch_at_a_time(url):
+def test_threads_sharing_one_writer_decide_one_batch_at_a_time(any_url):
     """Several threads on one index object, each with a copy of every group's page: its in-memory
     lookup follows one batch at a time, and one page of each group is stored."""
     bases = [g * 0x9E37_79B9_7F4A_7C15 % 2**64 for g in range(1, 41)]  # some 32 bits apart
     copies = [
         [(f"https://t{t}.example/{g}", Signature(fp ^ 1 << t, g)) for g, fp in enumerate(bases)] for t in range(4)
     ]
-    with SimhashIndex(url) as index:
+    with SimhashIndex(any_url) as index:
         threads = [threading.Thread(target=index.check_and_add_many, args=(pages,)) for pages in copies]
         for thread in threads:
             thread.start()

@@ -65,7 +65,7 @@ class Signature:
     modified: datetime | None = field(default=None, compare=False)
     shingles: int | None = field(default=None, compare=False)
     bloom: bytes | None = field(default=None, compare=False, repr=False)
-    shingled: Shingled | None = field(default=None, compare=False, repr=False)
+    shingled: Shingled | None = field(default=None, compare=False, repr=False, metadata={"stored": False})
 
     @property
     def near_simhash(self) -> int | None:

@@ -72,13 +72,3 @@ def newer(new: Contender, stored: Contender) -> bool:
         if mine is not None and theirs is not None and mine != theirs:
             return mine > theirs
     return True
-
-
-def name_of(prefer: Prefer) -> str:
-    """The policy as the Redis script takes it: its name; a function has none there."""
-    if not isinstance(prefer, str):
-        raise ValueError(
-            "a function survivor policy needs an SQL or memory index (it runs inside their lock); "
-            "on Redis use prefer='first', 'longest' or 'newest'"
-        )
-    return prefer

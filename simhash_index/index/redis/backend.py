@@ -1,17 +1,21 @@
-"""RedisIndex: the index on a Redis server, check_and_add_many one server-side script.
+"""RedisIndex: the index on a Redis server, decided in the writer's memory, written by a server-side script.
 
-The script (script.lua) applies the duplicate rule of rule.py to each page of a batch,
-atomically: Redis runs one script at a time. tests/test_redis_index.py holds it to the
-Python rule on random sequences. The key layout is docs/schema.md's ("Redis").
+A writer finds a batch's candidates in its own memory (following.py: a Held of the stored
+fingerprints, following the index's change stream), reads the stored pages they name, decides
+the batch with the one duplicate rule (deciding.py, index/rule.py), and sends what it decided
+to the script (script.lua), with the stream position it decided at: the script writes it, or
+refuses when the stream moved on since, returning what the writer missed; when that touches the
+batch, the writer decides again. Redis runs one script at a time, so every decision is atomic
+and exact across processes, and no call holds the server for long. The key layout is
+docs/schema.md's ("Redis").
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -19,54 +23,32 @@ from ... import defaults, urls
 from ...errors import (
     IndexNotFoundError,
     IndexUnavailableError,
-    MissingDependencyError,
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
-    install_extra,
 )
-from ...fingerprinting.bits import blocks
+from ...fingerprinting.bits import hamming
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from ..base import Description, Forgotten, Index, Keyed
-from ..prefer import name_of
-from ..probes import part_probes
-from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage
+from ..records import DEFAULT_POLICY, Duplicate, Match, Policy, StoredPage, now
 from ..texts import TextSizes
-from .codec import (
-    duplicate_of_entry,
-    glob_escape,
-    hex_or_empty,
-    match_of,
-    micros,
-    moment,
-    page_args,
-    stored_signature,
-    text_of,
-)
-
-try:
-    import redis
-except ImportError as missing:
-    raise MissingDependencyError(f"Redis indexes need the redis package: {install_extra('redis')}") from missing
+from . import changes, deciding, forgetting, reading
+from .codec import BLOBS, duplicate_of_entry, glob_escape, micros, page_args, text_of
+from .following import Follower
+from .server import CALL_US, PAGES_PER_CALL, STREAM_ROWS, Server, connect
 
 SCHEMES = ("redis://", "rediss://")
-SCHEMA_VERSION = "2"  # of the key layout (docs/schema.md); version 1 had no sketches
-STREAM_ROWS = 1000  # log entries read at a time
-PAGES_PER_CALL = 100  # pages (or texts, or keys to forget) a script call: under ~50 ms of the server on a busy machine
-# A `check` call is sent at most CHECK_PAGES pages and stops after the page that ends CHECK_US
-# microseconds (the server's clock) after the call began; the client sends the rest in another
-# call. So a Redis shared with other clients (a scrapy-redis scheduler) is never held by one call
-# for much longer than a page's lookup, whatever the batch size (docs/performance.md, "Redis
-# script calls").
-CHECK_PAGES = 64
-CHECK_US = 20_000
-_SCRIPT = (Path(__file__).parent / "script.lua").read_text(encoding="utf-8")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+SCHEMA_VERSION = "3"  # of the key layout (docs/schema.md); 2 had block sets and no change stream, 1 no sketches
+MIGRATES_FROM = "2"  # a layout upgraded in place when opened to write
+CHECK_PAGES = 64  # pages a writer decides and writes at a time (one `write` call)
+WRITE_TRIES = 20  # times a chunk may be decided again before the writer gives up
 # The names (after the prefix) of an index's data keys, docs/schema.md's, `meta` aside: no key of
-# another index, whose prefix extends this one's, has such a name.
+# another index, whose prefix extends this one's, has such a name (block sets: layout version 2).
 _DATA_KEY = re.compile(
-    rb"ids|next_id|dup_ids|next_dup|dup_log|texts|texts_bytes"
-    rb"|(?:doc|sketch|dup|against):[0-9]+|block:[0-3]:[0-9a-f]{4}|text:[0-9a-f]{16}"
+    rb"ids|next_id|dup_ids|next_dup|dup_log|texts|texts_bytes|changes"
+    rb"|(?:doc|dup|against|fp"
+    + b"".join(b"|" + re.escape(field.name.encode()) for field in BLOBS)
+    + rb"):[0-9]+|block:[0-3]:[0-9a-f]{4}|text:[0-9a-f]{16}"
 )
 
 
@@ -92,7 +74,11 @@ def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
 
 
 class RedisIndex(Index):
-    """Near-duplicate index on a Redis server, under a key prefix of its own."""
+    """Near-duplicate index on a Redis server, under a key prefix of its own.
+
+    `lookup`: this process's view of the stored fingerprints (following.py); `written`,
+    `resent`, `redecided`: its `write` calls that stored a chunk, that were refused and sent again
+    as decided, that were refused and decided again."""
 
     def __init__(
         self,
@@ -108,20 +94,20 @@ class RedisIndex(Index):
         keep_texts: bool = False,
     ) -> None:
         connect_to, self.prefix = split_url(url, prefix)
-        name_of(policy.prefer)  # a function policy cannot run in the script: refused here
         self._typed = url
         self.url = urls.masked(url)
         self.policy = policy
         self.read_only = read_only
         self.keep_texts = keep_texts
+        self.version = SCHEMA_VERSION
+        self._deciding = threading.Lock()  # one batch at a time follows the stream in this process
+        self.written = self.resent = self.redecided = 0
         try:
             # Opened with the connect timeout for every call, so that a TLS handshake with a server
             # that never answers it (rediss:// to a plain port) fails as fast as a connection.
             # Any: redis-py types every reply as a union of what any command could return
-            self._client: Any = redis.Redis.from_url(
-                connect_to, socket_connect_timeout=connect_timeout, socket_timeout=connect_timeout
-            )
-            pool = self._client.connection_pool
+            client: Any = connect(connect_to, connect_timeout, connect_timeout)
+            pool = client.connection_pool
             pool.connection_class(**pool.connection_kwargs)  # an unknown ?option= fails here, before any call
         except TypeError as exc:  # redis-py passes an option it does not know on as a keyword
             option = str(exc).rpartition("keyword argument ")[2] or self._scrub(exc)
@@ -130,54 +116,38 @@ class RedisIndex(Index):
             ) from None
         except ValueError as exc:  # a bad port or database number, or a bad option value
             raise IndexUnavailableError(f"url {self.url!r} is not a usable Redis URL: {self._scrub(exc)}") from None
-        self._script = self._client.register_script(_SCRIPT)
+        self._server = Server(client, self.prefix, self.url, self._scrub)
         with self._released_on_failure():
             self.scheme = self._open(scheme, create and not read_only)
-        self._client.close()  # from here on, calls may take the statement timeout
-        self._client = redis.Redis.from_url(
-            connect_to, socket_connect_timeout=connect_timeout, socket_timeout=statement_timeout
-        )
-        self._script = self._client.register_script(_SCRIPT)
+        self._server.close()  # from here on, calls may take the statement timeout
+        client = connect(connect_to, connect_timeout, statement_timeout)
+        self._server = Server(client, self.prefix, self.url, self._scrub)
+        self.lookup = Follower(self._server)
 
     def __repr__(self) -> str:
         return f"RedisIndex({self.url!r}, prefix={self.prefix!r}, max_distance={self.max_distance})"
 
-    # -- talking to the server --------------------------------------------------------
-
-    @contextmanager
-    def _talking(self) -> Iterator[None]:
-        """Redis errors as the library's: IndexUnavailableError when the server cannot be reached."""
-        try:
-            yield
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise IndexUnavailableError(f"redis {self.url} is unavailable: {self._scrub(exc)}") from exc
-        except redis.ResponseError as exc:
-            if not str(exc).startswith("NOINDEX"):
-                raise SimhashIndexError(f"redis {self.url} failed: {self._scrub(exc)}") from exc
-            raise IndexNotFoundError(
-                f"redis {self.url} holds no index under prefix {self.prefix!r} any more (restarted without "
-                "persistence, or flushed?): open it again to start a new one"
-            ) from exc
-        except redis.RedisError as exc:
-            raise SimhashIndexError(f"redis {self.url} failed: {self._scrub(exc)}") from exc
-
-    def _run(self, command: str, *args: Any, client: Any = None) -> Any:
-        return self._script(args=[command, self.prefix, *args], client=client)
+    # -- opening ---------------------------------------------------------------------------
 
     def _open(self, scheme: str | None, create: bool) -> str:
-        with self._talking():
-            version, recorded, created = self._run(
-                "open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0"
-            )
+        version, recorded, created = self._server.run(
+            "open", SCHEMA_VERSION, scheme or DEFAULT.scheme, "1" if create else "0"
+        )
         self.created = created == 1
         where = self._where
         if version is None and not create:
             raise IndexNotFoundError(f"{where} holds no simhash index: is it the right server, database and prefix?")
-        if version is not None and text_of(version) != SCHEMA_VERSION:
+        found = SCHEMA_VERSION if version is None else text_of(version)
+        if found == MIGRATES_FROM and not self.read_only:
+            self._migrate()
+        elif found not in (SCHEMA_VERSION, MIGRATES_FROM):
             raise SchemaVersionError(
-                f"{where} has schema version {text_of(version)}; this simhash-index reads version "
-                f"{SCHEMA_VERSION}: use a new prefix, or the simhash-index version that wrote it"
+                f"{where} has schema version {found}; this simhash-index reads version "
+                f"{SCHEMA_VERSION} (and upgrades {MIGRATES_FROM}): use a new prefix, or the simhash-index version "
+                "that wrote it"
             )
+        else:
+            self.version = found
         recorded_scheme = text_of(recorded) if recorded is not None else scheme or DEFAULT.scheme
         if scheme is not None and recorded_scheme != scheme:
             raise SchemeMismatchError(
@@ -187,6 +157,17 @@ class RedisIndex(Index):
             )
         return recorded_scheme
 
+    def _migrate(self) -> None:
+        """Key layout 2 to 3, in calls of CALL_US at most: the fingerprint buckets filled from the
+        pages' hashes, the block sets deleted, the epoch and floor of the change stream recorded,
+        then the version. Idempotent: a process stopped halfway leaves version 2, and the next
+        opener starts again (two at once do the same writes)."""
+        next_id = 1
+        while next_id:
+            next_id = int(self._server.run("migrate", next_id, CALL_US))
+        forgetting.unlink(self._server, glob_escape(self.prefix) + "block:*", re.compile(rb"block:[0-3]:[0-9a-f]{4}"))
+        self._server.run("migrated", SCHEMA_VERSION)
+
     @property
     def _where(self) -> str:
         return f"{self.url} (prefix {self.prefix!r})"
@@ -194,164 +175,141 @@ class RedisIndex(Index):
     def _key(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    @property
+    def _client(self) -> Any:
+        return self._server.client
+
     # -- the interface -------------------------------------------------------------------
 
     def ping(self) -> None:
-        with self._talking():
+        with self._server.talking():
             self._client.ping()
 
     def __len__(self) -> int:
-        with self._talking():
+        with self._server.talking():
             return int(self._client.hlen(self._key("ids")))
 
     def describe(self) -> Description:
-        return Description("redis", SCHEMA_VERSION)
+        return Description("redis", self.version)
 
     def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]:
         self._writable()
-        now = micros(datetime.now(timezone.utc))
-        window = "" if self.policy.window is None else self.policy.window // timedelta(microseconds=1)
-        similarity = repr(float(self.min_similarity))
-        prefer = name_of(self.policy.prefer)
-        found: list[Any] = []
-        while len(found) < len(pages):  # each call decides a prefix of what it is sent, one page at least
-            chunk = pages[len(found) : len(found) + CHECK_PAGES]
-            arguments = [argument for key, signature in chunk for argument in page_args(key, signature)]
-            with self._talking():
-                answers = self._run("check", now, self.max_distance, similarity, window, prefer, CHECK_US, *arguments)
-            if not answers:
-                raise SimhashIndexError(f"{self._where}: the script decided none of {len(chunk)} pages sent")
-            found += answers
-        return [match_of(answer) for answer in found]
+        answers: list[Match | None] = []
+        with self._deciding:
+            for start in range(0, len(pages), CHECK_PAGES):
+                answers += self._check_chunk(pages[start : start + CHECK_PAGES])
+        return answers
+
+    def _check_chunk(self, pages: Sequence[Keyed]) -> list[Match | None]:
+        """Decide the pages where the writer stands in the stream, and write them. A write refused
+        returns what the writer missed: sent again as decided when that touches none of the pages,
+        else decided again (after following the stream, when the writer was too far behind)."""
+        follower, radius = self.lookup, self.max_distance
+        for _ in range(WRITE_TRIES):
+            follower.ready()
+            moment = now()
+            decided = deciding.decide(self._server, pages, follower, self.policy, moment)
+            while True:
+                assert follower.epoch is not None  # built
+                reply = self._server.run(
+                    "write", follower.epoch, follower.position, micros(moment), radius, *decided.ops
+                )
+                status = text_of(reply[0])
+                if status == "ok":
+                    follower.apply(changes.parse(reply[1]))
+                    self.written += 1
+                    return decided.answers
+                if status != "moved":  # the stream cannot be followed from there, or the index was emptied
+                    follower.follow()
+                    break
+                missed = changes.parse(reply[1])
+                follower.apply(missed)
+                if changes.touches(missed, pages, radius):
+                    break
+                self.resent += 1  # what came meanwhile does not change what was decided
+            self.redecided += 1
+        raise IndexUnavailableError(
+            f"{self._where} changed faster than this writer could decide {len(pages)} pages "
+            f"{WRITE_TRIES} times in a row"
+        )
 
     def _add_many(self, pages: Sequence[Keyed]) -> None:
         self._writable()
-        now = micros(datetime.now(timezone.utc))
-        with self._talking():
-            pipe = self._client.pipeline(transaction=False)
-            for start in range(0, len(pages), PAGES_PER_CALL):
-                arguments = [
-                    a for key, signature in pages[start : start + PAGES_PER_CALL] for a in page_args(key, signature)
-                ]
-                self._run("store", now, *arguments, client=pipe)
-            pipe.execute()
+        moment = str(micros(now()))
+        self._server.in_calls("store", [page_args(key, signature) for key, signature in pages], moment, CALL_US)
 
     def _query(self, fingerprint: int) -> list[Match]:
-        with self._talking():
-            rows = self._run("near", hex_or_empty(fingerprint), self.max_distance)
-        return [Match(text_of(key), int(stored, 16), int(distance)) for key, stored, distance in rows]
+        near = []
+        for page in self._near_pages(fingerprint).values():
+            stored = page.signature.near_simhash
+            if stored is not None and (bits := hamming(stored, fingerprint)) <= self.max_distance:
+                near.append((bits, page.order, page))
+        return [Match(page.key, page.signature.simhash, bits) for bits, _, page in sorted(near)]
+
+    def _near_pages(self, fingerprint: int) -> dict[int, StoredPage]:
+        """The near-matchable stored pages that may be within the radius of the fingerprint, by id."""
+        if self.version != SCHEMA_VERSION:
+            raise SimhashIndexError(
+                f"{self._where} has key layout version {self.version}, which finds near pages only once "
+                f"upgraded to version {SCHEMA_VERSION}: open it once to write (a crawl, simhash-index import, "
+                "SimhashIndex(url)) to upgrade it"
+            )
+        with self._deciding:
+            self.lookup.follow()
+            ids = self.lookup.near([fingerprint], self.max_distance)[0]
+        found = reading.pages_by_id(self._server, ids)
+        return {page_id: page for page_id, page in found.items() if page.signature.near_simhash is not None}
 
     def _get(self, key: str) -> Match | None:
-        with self._talking():
-            found = self._run("get", key.encode("utf-8"))
+        found = self._server.run("get", key.encode("utf-8"))
         if found is None:
             return None
         return Match(key, int(found[0], 16) if found[0] else None, 0, exact=True)
 
     def _page(self, key: str) -> StoredPage | None:
-        with self._talking():
+        with self._server.talking():
             page_id = self._client.hget(self._key("ids"), key.encode("utf-8"))
-            if page_id is None:
-                return None
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hgetall(self._key(f"doc:{text_of(page_id)}"))
-            pipe.get(self._key(f"sketch:{text_of(page_id)}"))
-            doc, sketch = pipe.execute()
-        if not doc:  # replaced between the two reads
+        if page_id is None:
             return None
-        return StoredPage(key, stored_signature(doc, sketch), int(page_id), moment(doc[b"stored_at"]))
+        page = reading.pages_by_id(self._server, [int(page_id)]).get(int(page_id))
+        return page if page is not None and page.key == key else None  # replaced between the two reads
 
     def _store_texts(self, pages: list[tuple[str, bytes]]) -> None:
         self._writable()
-        with self._talking():
-            for start in range(0, len(pages), PAGES_PER_CALL):
-                chunk = pages[start : start + PAGES_PER_CALL]
-                self._run("texts", *(part for key, body in chunk for part in (key.encode("utf-8"), body)))
+        for start in range(0, len(pages), PAGES_PER_CALL):
+            chunk = pages[start : start + PAGES_PER_CALL]
+            self._server.run("texts", *(part for key, body in chunk for part in (key.encode("utf-8"), body)))
 
     def _texts(self, keys: list[str]) -> dict[str, bytes]:
-        with self._talking():
+        with self._server.talking():
             found = self._client.hmget(self._key("texts"), [key.encode("utf-8") for key in keys])
         return {key: body for key, body in zip(keys, found) if body is not None}
 
     def _text_sizes(self) -> TextSizes:
-        with self._talking():
+        with self._server.talking():
             count = self._client.hlen(self._key("texts"))
             total = self._client.get(self._key("texts_bytes"))
         return TextSizes(int(count), int(total or 0))
 
     def _forget(self, keys: list[str]) -> Forgotten:
         self._writable()
-        total = Forgotten()
-        for start in range(0, len(keys), PAGES_PER_CALL):
-            chunk = [key.encode("utf-8") for key in keys[start : start + PAGES_PER_CALL]]
-            with self._talking():
-                pages, duplicates = self._run("forget", *chunk)
-            total += Forgotten(int(pages), int(duplicates))
-        return total + self._sweep(None) if total.pages else total  # logged before `against:` sets
+        return forgetting.forget(self._server, keys)
 
     def _prune(self, before: datetime) -> Forgotten:
-        """HSCAN the stored keys; the script removes those stored before `before` with the
-        duplicates logged against them, a batch at a time; then a sweep of the log."""
         self._writable()
-        total, cutoff = Forgotten(), micros(before)
-        with self._talking():
-            batch: list[bytes] = []
-            for key in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS):
-                batch.append(key[0])
-                if len(batch) >= STREAM_ROWS:
-                    total += Forgotten(*map(int, self._run("prune", cutoff, *batch)))
-                    batch = []
-            if batch:
-                total += Forgotten(*map(int, self._run("prune", cutoff, *batch)))
-        return total + self._sweep(cutoff)
+        return forgetting.prune(self._server, before)
 
     def _stored_before(self, before: datetime) -> int:
-        cutoff, count = micros(before), 0
-        with self._talking():
-            ids = [page_id for _, page_id in self._client.hscan_iter(self._key("ids"), count=STREAM_ROWS)]
-            for start in range(0, len(ids), STREAM_ROWS):
-                pipe = self._client.pipeline(transaction=False)
-                for page_id in ids[start : start + STREAM_ROWS]:
-                    pipe.hget(self._key(f"doc:{text_of(page_id)}"), "stored_at")
-                count += sum(1 for stored in pipe.execute() if stored is not None and int(stored) < cutoff)
-        return count
-
-    def _sweep(self, before: int | None) -> Forgotten:
-        """Take out of the log the entries logged before `before` (microseconds) and those
-        against a page no longer stored (logged before the `against:` sets were kept), STREAM_ROWS
-        log ids a script call."""
-        removed, after = 0, "-inf"
-        while True:
-            with self._talking():
-                ids = self._client.zrangebyscore(self._key("dup_log"), after, "+inf", start=0, num=STREAM_ROWS)
-                if not ids:
-                    return Forgotten(0, removed)
-                removed += int(self._run("sweep", "" if before is None else before, *ids))
-            after = f"({text_of(ids[-1])}"
+        return forgetting.stored_before(self._server, before)
 
     def _reset(self) -> Forgotten:
         self._writable()
-        pages, duplicates = len(self), 0
-        with self._talking():
-            duplicates = int(self._client.zcard(self._key("dup_log")))
-            prefix = self.prefix.encode("utf-8")
-            pattern = glob_escape(self.prefix) + "*"
-            doomed: list[bytes] = []
-            for key in self._client.scan_iter(match=pattern, count=STREAM_ROWS):
-                # an index whose prefix extends this one's (`site:` and `site:news:`) keeps its keys
-                if _DATA_KEY.fullmatch(key[len(prefix) :]):
-                    doomed.append(key)
-                if len(doomed) >= STREAM_ROWS:
-                    self._client.unlink(*doomed)
-                    doomed = []
-            if doomed:
-                self._client.unlink(*doomed)
-        return Forgotten(pages, duplicates)
+        return forgetting.reset(self._server, _DATA_KEY)
 
     def _logged(self, since: datetime | None) -> Iterator[Duplicate]:
         log, after = self._key("dup_log"), "-inf"
         while True:
-            with self._talking():
+            with self._server.talking():
                 ids = self._client.zrangebyscore(log, after, "+inf", start=0, num=STREAM_ROWS)
                 if not ids:
                     return
@@ -367,7 +325,7 @@ class RedisIndex(Index):
             after = f"({text_of(ids[-1])}"
 
     def _duplicate(self, key: str) -> Duplicate | None:
-        with self._talking():
+        with self._server.talking():
             log_id = self._client.hget(self._key("dup_ids"), key.encode("utf-8"))
             entry = self._client.hgetall(self._key(f"dup:{text_of(log_id)}")) if log_id is not None else None
         return duplicate_of_entry(entry) if entry else None
@@ -375,7 +333,7 @@ class RedisIndex(Index):
     def _duplicates_of(self, key: str) -> list[Duplicate]:
         """The log ids in the page's `against:` set (an index written before those sets were kept
         lists only what was logged since)."""
-        with self._talking():
+        with self._server.talking():
             page_id = self._client.hget(self._key("ids"), key.encode("utf-8"))
             if page_id is None:
                 return []
@@ -387,31 +345,12 @@ class RedisIndex(Index):
         return [duplicate_of_entry(entry) for entry in entries if entry]
 
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
-        pipe = self._client.pipeline(transaction=True)
-        pipe.hget(self._key("ids"), key.encode("utf-8"))
-        if signature.text_hash is not None:
-            pipe.zrange(self._key(f"text:{hex_or_empty(signature.text_hash)}"), 0, -1)
+        texts = [] if signature.text_hash is None else [signature.text_hash]
+        stored = reading.read(self._server, [key], texts, [])
+        found = stored.pages
         if signature.simhash is not None:
-            for i, values in enumerate(part_probes(blocks(signature.simhash), 16, self.max_distance)):
-                for value in values:
-                    pipe.zrange(self._key(f"block:{i}:{value:04x}"), 0, -1)
-        with self._talking():
-            own, *sets = pipe.execute()
-            ids = {int(own)} if own is not None else set()
-            for members in sets:
-                ids.update(int(member.rsplit(b":", 1)[-1]) for member in members)
-            pipe = self._client.pipeline(transaction=True)
-            ordered = sorted(ids)
-            for page_id in ordered:
-                pipe.hgetall(self._key(f"doc:{page_id}"))
-                pipe.get(self._key(f"sketch:{page_id}"))
-            found = pipe.execute()
-        pages = zip(ordered, found[::2], found[1::2])
-        return [
-            StoredPage(text_of(doc[b"key"]), stored_signature(doc, sketch), page_id, moment(doc[b"stored_at"]))
-            for page_id, doc, sketch in pages
-            if doc
-        ]
+            found |= self._near_pages(signature.simhash)
+        return [found[page_id] for page_id in sorted(found)]
 
     def close(self) -> None:
-        self._client.close()
+        self._server.close()

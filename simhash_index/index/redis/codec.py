@@ -1,12 +1,21 @@
-"""How the Redis index writes pages and log entries as Redis values, and reads them back."""
+"""How the Redis index writes pages, log entries and change entries as Redis values, and reads them back.
+
+A page's Signature is stored field by field (FIELDS, one line a field): in its hash `P doc:<id>`,
+or, for a value that can be longer than Redis's compact hashes hold (64 bytes), under a key of
+its own, `P <field>:<id>` (BLOBS). Every field a Signature has must be in FIELDS
+(tests/test_redis_index.py holds them together).
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ...fingerprinting.fingerprinter import Signature
-from ..records import Duplicate, Match
+from ..records import Duplicate, StoredPage
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -32,35 +41,66 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + char if char in "*?[]\\" else char for char in text)
 
 
-def page_args(key: str, signature: Signature) -> tuple[bytes, str, str, bytes, str, str, str, str]:
-    """A page as the script takes it: key, fingerprint, text_hash, sketch, exact_only, words,
-    dated, modified (microseconds; '' for not known)."""
-    return (
-        key.encode("utf-8"),
-        hex_or_empty(signature.simhash),
-        hex_or_empty(signature.text_hash),
-        signature.sketch or b"",
-        "1" if signature.exact_only else "0",
-        "" if signature.words is None else str(signature.words),
-        "" if signature.dated is None else str(micros(signature.dated)),
-        "" if signature.modified is None else str(micros(signature.modified)),
-    )
+def key_hash(key: str) -> str:
+    """A key as change entries name it: the first 16 hex digits of its SHA-1 (the script's redis.sha1hex)."""
+    return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def match_of(answer: Any) -> Match | None:
-    """A Match from the script's answer for one page: false, or {key, fingerprint, distance,
-    exact, similarity} and, when the page superseded it, the reason."""
-    if not answer:
-        return None
-    key, stored, distance, exact, score, *reason = answer
-    return Match(
-        text_of(key),
-        int(stored, 16) if stored else None,
-        int(distance),
-        exact=exact == 1,
-        similarity=float(score) if score else None,
-        superseded=text_of(reason[0]) if reason else None,
-    )
+@dataclass(frozen=True)
+class Field:
+    """A Signature field as a page's hash (or, `blob`, a key of its own) stores it; None (and
+    False) are not stored."""
+
+    attribute: str  # of Signature
+    name: str  # the hash field, or the middle of the blob's key
+    encode: Callable[[Any], bytes | str]
+    decode: Callable[[bytes], Any]
+    blob: bool = False
+
+
+FIELDS = (
+    Field("simhash", "fingerprint", hex_or_empty, lambda value: int(value, 16)),
+    Field("text_hash", "text_hash", hex_or_empty, lambda value: int(value, 16)),
+    Field("exact_only", "exact_only", lambda _: "1", lambda value: value == b"1"),
+    Field("words", "words", str, int),
+    Field("dated", "dated", lambda value: str(micros(value)), moment),
+    Field("modified", "modified", lambda value: str(micros(value)), moment),
+    Field("sketch", "sketch", bytes, bytes, blob=True),
+    Field("shingles", "shingles", str, int),
+    Field("bloom", "bloom", bytes, bytes, blob=True),
+)
+IN_HASH = tuple(field for field in FIELDS if not field.blob)
+BLOBS = tuple(field for field in FIELDS if field.blob)
+BLOB_NAMES = " ".join(field.name for field in BLOBS)  # as every script call is told them
+
+
+def page_args(key: str, signature: Signature) -> list[bytes | str]:
+    """A page as the script takes it: its key, how many hash fields, those fields' names and
+    values, then each blob's value in BLOBS order ('' for none)."""
+    fields: list[bytes | str] = []
+    for field in IN_HASH:
+        value = getattr(signature, field.attribute)
+        if value is not None and value is not False:
+            fields += [field.name, field.encode(value)]
+    blobs = [b"" if (value := getattr(signature, field.attribute)) is None else field.encode(value) for field in BLOBS]
+    return [key.encode("utf-8"), str(len(fields) // 2), *fields, *blobs]
+
+
+def stored_signature(doc: dict[bytes, bytes], blobs: Sequence[bytes | None]) -> Signature:
+    """The Signature of a page's hash and its blobs (in BLOBS order; None for a missing one)."""
+    values: dict[str, Any] = {}
+    for field in IN_HASH:
+        found = doc.get(field.name.encode())
+        if found:
+            values[field.attribute] = field.decode(found)
+    for field, blob in zip(BLOBS, blobs):
+        if blob is not None:
+            values[field.attribute] = field.decode(blob)
+    return Signature(values.pop("simhash", None), values.pop("text_hash", None), **values)
+
+
+def stored_page(page_id: int, doc: dict[bytes, bytes], blobs: Sequence[bytes | None]) -> StoredPage:
+    return StoredPage(text_of(doc[b"key"]), stored_signature(doc, blobs), page_id, moment(doc[b"stored_at"]))
 
 
 def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
@@ -78,15 +118,5 @@ def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
     )
 
 
-def stored_signature(doc: dict[bytes, bytes], sketch: bytes | None) -> Signature:
-    fingerprint, text_hash = doc.get(b"fingerprint"), doc.get(b"text_hash")
-    words, dated, modified = doc.get(b"words"), doc.get(b"dated"), doc.get(b"modified")
-    return Signature(
-        int(fingerprint, 16) if fingerprint else None,
-        int(text_hash, 16) if text_hash else None,
-        sketch,
-        exact_only=doc.get(b"exact_only") == b"1",
-        words=int(words) if words else None,
-        dated=moment(dated) if dated else None,
-        modified=moment(modified) if modified else None,
-    )
+def similarity_text(value: float | None) -> str:
+    return "" if value is None else repr(float(value))

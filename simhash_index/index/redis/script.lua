@@ -1,104 +1,198 @@
 -- The server side of simhash_index.index.redis: each call runs atomically in Redis.
--- ARGV[1] is the command, ARGV[2] the key prefix; the key layout is docs/schema.md's.
--- `check` applies the rule of simhash_index/index/rule.py (the specification; a differential
--- test in tests/test_redis_index.py holds this copy to it).
--- Fingerprints and text hashes travel as 16 lower-case hex digits, '' meaning none. Lua numbers
--- are doubles, so 64-bit values are compared as two 32-bit halves with the `bit` library.
+-- ARGV[1] is the command, ARGV[2] the key prefix, ARGV[3] the names of the page fields kept
+-- under keys of their own (codec.BLOBS, space-separated), ARGV[4] the change entries to keep;
+-- the command's arguments follow. The key layout is docs/schema.md's.
+--
+-- No call decides whether a page is a duplicate: writers decide in Python (index/rule.py) on
+-- the pages they read, and `write` stores what they decided, refused when the change stream
+-- moved on since the writer last read it. Every change to the stored pages appends an entry to
+-- that stream, in the call that makes it. Loops over many pages or keys stop once the call has
+-- run for the time budget it is given, and say how far they got: no call holds the server long.
 
 local command, P = ARGV[1], ARGV[2]
+local BLOBS = {}
+for name in string.gmatch(ARGV[3], '%S+') do table.insert(BLOBS, name) end
+local KEEP = tonumber(ARGV[4])
+-- change entries trimmed at a time, once more than KEEP + TRIM_CHUNK are held
+local TRIM_CHUNK = math.max(1, math.min(1000, math.floor(KEEP / 4)))
+local SLOT = 9  -- bytes a page takes in its fingerprint bucket: 1 when near-matchable, then 8 big-endian
+local BUCKET = 1024  -- pages (by id) a fingerprint bucket holds
+local MISSED = 1000  -- change entries a refused write returns, at most (else the writer follows)
 
-local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 local sub = string.sub
 
-local function popcount(x)  -- bits set in a 32-bit value (bit ops work modulo 2^32)
-  x = x - band(rshift(x, 1), 0x55555555)
-  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-  x = band(x + rshift(x, 4), 0x0F0F0F0F)
-  x = x + rshift(x, 8)
-  x = x + rshift(x, 16)
-  return band(x, 0x3F)
-end
-
-local function halves(hex)
-  return tonumber(sub(hex, 1, 8), 16), tonumber(sub(hex, 9, 16), 16)
-end
-
-local function weight(hex)  -- the popcount of a fingerprint: the score in its block sets
-  local high, low = halves(hex)
-  return popcount(high) + popcount(low)
-end
-
-local function distance(a, b)
-  local ah, al = halves(a)
-  local bh, bl = halves(b)
-  return popcount(bxor(ah, bh)) + popcount(bxor(al, bl))
-end
-
-local function similarity(a, b)  -- as simhash_index.fingerprinting.sketch.estimate_jaccard: agreeing slots, less chance
-  local x, y = {string.byte(a, 1, -1)}, {string.byte(b, 1, -1)}
-  local agree = 0
-  for i = 1, #x do
-    if x[i] == y[i] then agree = agree + 1 end
-  end
-  local chance = 1 / 256
-  return math.max(0.0, (agree / #x - chance) / (1 - chance))
-end
-
-local function block_set(i, value)  -- the set of block i's 16-bit value
-  return P .. 'block:' .. i .. ':' .. string.format('%04x', value)
-end
-
-local function block_value(fp, i)  -- block i holds bits 16i..16i+15: hex digits 13-4i to 16-4i
-  return tonumber(sub(fp, 13 - 4 * i, 16 - 4 * i), 16)
-end
-
-local function block_key(fp, i)
-  return block_set(i, block_value(fp, i))
+local began
+local function spent()  -- microseconds since the first call of it in this script call
+  local now = redis.call('TIME')
+  local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  if not began then began = clock end
+  return clock - began
 end
 
 local function doc_key(id)
   return P .. 'doc:' .. id
 end
 
--- A stored page leaves its block and text sets (before it is rewritten).
-local function unindex(id)
-  local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
-  if old[1] and not old[3] then
-    for i = 0, 3 do
-      redis.call('ZREM', block_key(old[1], i), old[1] .. ':' .. id)
+local function new_epoch()  -- the server's clock, so that an index made anew never repeats one
+  local now = redis.call('TIME')
+  return now[1] .. '.' .. now[2]
+end
+
+local function key_hash(key)  -- as codec.key_hash
+  return sub(redis.sha1hex(key), 1, 16)
+end
+
+-- Stream ids "<ms>-<seq>" compared as numbers (both fit a double exactly).
+local function id_parts(id)
+  local dash = string.find(id, '-', 1, true)
+  return tonumber(sub(id, 1, dash - 1)), tonumber(sub(id, dash + 1))
+end
+
+local function id_after(a, b)  -- whether stream id a comes after b
+  local am, as = id_parts(a)
+  local bm, bs = id_parts(b)
+  return am > bm or (am == bm and as > bs)
+end
+
+-- -- the change stream -------------------------------------------------------------------
+
+-- What change entries say, as replies carry it (changes.parse): the last entry's id, the ids and
+-- fingerprints of the near-matchable pages that came, how many went, and every entry's key
+-- hash, text hash and near fingerprint: lists of 16 hex digits (ids: decimal) run together.
+local function summary()
+  return {last = false, came_ids = {}, came_fps = {}, went = 0, keys = {}, texts = {}, fps = {}}
+end
+
+local function tell(found, entry, came, id, fp, kh, th)
+  found.last = entry
+  table.insert(found.keys, kh)
+  if th ~= '' then table.insert(found.texts, th) end
+  if fp ~= '' then
+    table.insert(found.fps, fp)
+    if came == '1' then
+      table.insert(found.came_ids, id)
+      table.insert(found.came_fps, fp)
+    else
+      found.went = found.went + 1
     end
-  end
-  if old[2] then
-    redis.call('ZREM', P .. 'text:' .. old[2], id)
   end
 end
 
--- Writes page `id` (a new one, or one just unindexed) and enters it in its block sets
--- (unless exact-only) and its text set.
--- The sketch has a key of its own: in the hash, a 256-byte value would make Redis
--- give up the hash's compact encoding (hash-max-listpack-value is 64), doubling its size.
--- `merit`: {words, dated, modified} of the page ('' for not known), what a survivor policy compares.
-local function put(id, key, fp, th, sketch, exact_only, now, replacing, merit)
-  local doc = doc_key(id)
-  if replacing then redis.call('DEL', doc, P .. 'sketch:' .. id) end
-  if sketch ~= '' then redis.call('SET', P .. 'sketch:' .. id, sketch) end
-  local fields = {'key', key, 'stored_at', now}
-  if fp ~= '' then table.insert(fields, 'fingerprint'); table.insert(fields, fp) end
-  if th ~= '' then table.insert(fields, 'text_hash'); table.insert(fields, th) end
-  if fp ~= '' and exact_only == '1' then table.insert(fields, 'exact_only'); table.insert(fields, '1') end
-  if merit[1] ~= '' then table.insert(fields, 'words'); table.insert(fields, merit[1]) end
-  if merit[2] ~= '' then table.insert(fields, 'dated'); table.insert(fields, merit[2]) end
-  if merit[3] ~= '' then table.insert(fields, 'modified'); table.insert(fields, merit[3]) end
-  redis.call('HSET', doc, unpack(fields))
-  if fp ~= '' and exact_only ~= '1' then
-    local score = weight(fp)
-    for i = 0, 3 do
-      redis.call('ZADD', block_key(fp, i), score, fp .. ':' .. id)
-    end
+local function reply(found)
+  return {found.last, table.concat(found.came_ids, ' '), table.concat(found.came_fps), found.went,
+    table.concat(found.keys), table.concat(found.texts), table.concat(found.fps)}
+end
+
+local function told(entries)  -- the summary of entries as XRANGE gives them
+  local found = summary()
+  for _, entry in ipairs(entries) do
+    local f = {}
+    for j = 1, #entry[2], 2 do f[entry[2][j]] = entry[2][j + 1] end
+    tell(found, entry[1], f.a, f.i, f.f, f.k, f.t)
   end
-  if th ~= '' then
-    redis.call('ZADD', P .. 'text:' .. th, id, id)
+  return found
+end
+
+local added = summary()  -- the entries this call appended
+
+-- One change to the stored pages: page `id` came (came '1') or went ('0'), with its fingerprint
+-- when near-matchable, its key's hash and its text hash.
+local function note(came, id, fp, kh, th)
+  local entry = redis.call('XADD', P .. 'changes', '*', 'a', came, 'i', id, 'f', fp, 'k', kh, 't', th)
+  tell(added, entry, came, tostring(id), fp, kh, th)
+end
+
+-- Once the stream holds more than KEEP + TRIM_CHUNK entries, its oldest go (whole nodes of it,
+-- about KEEP staying), and `floor` in meta names the first entry kept: a reader whose position is
+-- before it may have missed some.
+local function trim()
+  if redis.call('XLEN', P .. 'changes') <= KEEP + TRIM_CHUNK then return end
+  if redis.call('XTRIM', P .. 'changes', 'MAXLEN', '~', KEEP) > 0 then
+    redis.call('HSET', P .. 'meta', 'floor', redis.call('XRANGE', P .. 'changes', '-', '+', 'COUNT', 1)[1][1])
   end
+end
+
+-- The entries after position `pos`, at most `count` of them, or nil when some of them may have
+-- been trimmed away.
+local function since(pos, count)
+  local floor = redis.call('HGET', P .. 'meta', 'floor') or '0-0'
+  if id_after(floor, pos) then return nil end
+  return redis.call('XRANGE', P .. 'changes', '(' .. pos, '+', 'COUNT', count)
+end
+
+-- -- fingerprint buckets ---------------------------------------------------------------------
+
+local function bucket_key(id)
+  return P .. 'fp:' .. math.floor(tonumber(id) / BUCKET)
+end
+
+local function packed(hex)  -- 16 hex digits as 8 bytes, big-endian
+  return (string.gsub(hex, '..', function(pair) return string.char(tonumber(pair, 16)) end))
+end
+
+local function set_slot(id, fp)
+  redis.call('SETRANGE', bucket_key(id), (tonumber(id) % BUCKET) * SLOT, '\1' .. packed(fp))
+end
+
+local function clear_slot(id)
+  local bucket = bucket_key(id)
+  local held = redis.call('GET', bucket)
+  local at = (tonumber(id) % BUCKET) * SLOT
+  if not held or #held <= at then return end
+  redis.call('SETRANGE', bucket, at, string.rep('\0', SLOT))
+  if not string.find(redis.call('GET', bucket), '[^%z]') then redis.call('DEL', bucket) end
+end
+
+-- -- stored pages ------------------------------------------------------------------------------
+
+-- A page's fields as the client sent them (codec.page_args), from ARGV[i]: {key, fields (name,
+-- value, ...), blobs, fingerprint, text hash, exact_only} and the index of what follows.
+local function read_page(i)
+  local count = tonumber(ARGV[i + 1])
+  local page = {key = ARGV[i], fields = {}, blobs = {}, fp = '', th = '', exact = false}
+  for j = i + 2, i + 1 + 2 * count, 2 do
+    local name, value = ARGV[j], ARGV[j + 1]
+    table.insert(page.fields, name)
+    table.insert(page.fields, value)
+    if name == 'fingerprint' then page.fp = value
+    elseif name == 'text_hash' then page.th = value
+    elseif name == 'exact_only' then page.exact = value == '1' end
+  end
+  local at = i + 2 + 2 * count
+  for b = 1, #BLOBS do page.blobs[b] = ARGV[at + b - 1] end
+  return page, at + #BLOBS
+end
+
+local function near_of(fp, exact_only)  -- the fingerprint a page is near-matched by, or ''
+  if fp and fp ~= '' and not exact_only then return fp end
+  return ''
+end
+
+-- A stored page leaves its text set and its fingerprint bucket, and the stream says so.
+local function unindex(id, key)
+  local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
+  local near = near_of(old[1], old[3])
+  if near ~= '' then clear_slot(id) end
+  if old[2] then redis.call('ZREM', P .. 'text:' .. old[2], id) end
+  note('0', id, near, key_hash(key), old[2] or '')
+end
+
+local function drop_page(id)  -- its hash and blobs (after unindex)
+  redis.call('DEL', doc_key(id))
+  for _, name in ipairs(BLOBS) do redis.call('DEL', P .. name .. ':' .. id) end
+end
+
+-- Writes page `id` (a new one, or one just unindexed) and enters it in its text set and its
+-- fingerprint bucket; the stream says it came.
+local function put(id, page, now)
+  redis.call('HSET', doc_key(id), 'key', page.key, 'stored_at', now, unpack(page.fields))
+  for b, name in ipairs(BLOBS) do
+    if page.blobs[b] ~= '' then redis.call('SET', P .. name .. ':' .. id, page.blobs[b]) end
+  end
+  local near = near_of(page.fp, page.exact)
+  if near ~= '' then set_slot(id, near) end
+  if page.th ~= '' then redis.call('ZADD', P .. 'text:' .. page.th, id, id) end
+  note('1', id, near, key_hash(page.key), page.th)
 end
 
 -- The log ids of the duplicates logged against page `id` (kept with the log, so that the page
@@ -118,76 +212,25 @@ local function forget_duplicate(key)
   end
 end
 
--- Stores a page under its key, replacing the page stored with that key, and takes the key
--- out of the duplicates log (a stored page is nobody's duplicate); returns its id.
-local function store(key, fp, th, sketch, exact_only, now, merit)
-  forget_duplicate(key)
-  local id = redis.call('HGET', P .. 'ids', key)
-  local replacing = id and true
-  if replacing then
-    unindex(id)
+-- Stores a page under its key, replacing the page stored with that key (which keeps its id), and
+-- takes the key out of the duplicates log (a stored page is nobody's duplicate); returns its id.
+local function store(page, now)
+  forget_duplicate(page.key)
+  local id = redis.call('HGET', P .. 'ids', page.key)
+  if id then
+    unindex(id, page.key)
+    drop_page(id)
   else
     id = redis.call('INCR', P .. 'next_id')
-    redis.call('HSET', P .. 'ids', key, id)
+    redis.call('HSET', P .. 'ids', page.key, id)
   end
-  put(id, key, fp, th, sketch, exact_only, now, replacing, merit)
+  put(id, page, now)
   return id
 end
 
--- The keys of the block sets a lookup at max_distance probes (index/probes.py, the specification):
--- with max_distance = 4s + a, blocks 0..a at their value and every value up to s bits off, the
--- others up to s - 1 bits off (at most two bits: the index answers up to 8).
-local function probed_block_keys(fp, max_distance)
-  local s, a = math.floor(max_distance / 4), max_distance % 4
-  local keys = {}
-  for i = 0, 3 do
-    local tolerance = (i <= a) and s or s - 1
-    if tolerance >= 0 then
-      local value = block_value(fp, i)
-      table.insert(keys, block_set(i, value))
-      for b = 0, (tolerance >= 1) and 15 or -1 do
-        local flipped = bxor(value, bit.lshift(1, b))
-        table.insert(keys, block_set(i, flipped))
-        for c = b + 1, (tolerance >= 2) and 15 or -1 do
-          table.insert(keys, block_set(i, bxor(flipped, bit.lshift(1, c))))
-        end
-      end
-    end
-  end
-  return keys
-end
-
--- {id, distance, fingerprint} of the pages within max_distance, nearest first, then oldest first.
--- Every such page is in a probed block set; its popcount is within max_distance of the query's.
-local function near(fp, max_distance)
-  local high, low = halves(fp)
-  local w = popcount(high) + popcount(low)
-  local seen, found = {}, {}
-  for _, set in ipairs(probed_block_keys(fp, max_distance)) do
-    local members = redis.call('ZRANGEBYSCORE', set, w - max_distance, w + max_distance)
-    for _, member in ipairs(members) do  -- "<16 hex digits>:<id>"
-      local d = popcount(bxor(high, tonumber(sub(member, 1, 8), 16)))
-        + popcount(bxor(low, tonumber(sub(member, 9, 16), 16)))
-      if d <= max_distance then
-        local id = tonumber(sub(member, 18))
-        if not seen[id] then  -- a page found by several probes comes once
-          seen[id] = true
-          table.insert(found, {id, d, sub(member, 1, 16)})
-        end
-      end
-    end
-  end
-  if #found > 1 then
-    table.sort(found, function(a, b)
-      if a[2] ~= b[2] then return a[2] < b[2] end
-      return a[1] < b[1]
-    end)
-  end
-  return found
-end
-
--- Logs `key` as a duplicate, with the evidence; a key logged before keeps its place in the log.
-local function log_duplicate(key, fp, match, now, max_distance)
+-- Logs `key` as a duplicate of stored page `target` ({id, key}), with the evidence; a key
+-- logged before keeps its place in the log.
+local function log_duplicate(key, fp, target, evidence, now)
   local did = redis.call('HGET', P .. 'dup_ids', key)
   if not did then
     did = redis.call('INCR', P .. 'next_dup')
@@ -195,126 +238,37 @@ local function log_duplicate(key, fp, match, now, max_distance)
     redis.call('ZADD', P .. 'dup_log', did, did)
   end
   local entry = P .. 'dup:' .. did
-  local target = redis.call('HGET', entry, 'duplicate_of_id')
-  if target then redis.call('SREM', against_key(target), did) end
-  redis.call('SADD', against_key(match.id), did)
+  local old = redis.call('HGET', entry, 'duplicate_of_id')
+  if old then redis.call('SREM', against_key(old), did) end
+  redis.call('SADD', against_key(target.id), did)
   redis.call('DEL', entry)
-  redis.call('HSET', entry, 'key', key, 'duplicate_of', match.key, 'duplicate_of_id', match.id,
-    'distance', match.distance, 'exact', match.exact, 'seen_at', now, 'radius', max_distance)
+  redis.call('HSET', entry, 'key', key, 'duplicate_of', target.key, 'duplicate_of_id', target.id,
+    'distance', evidence.distance, 'exact', evidence.exact, 'seen_at', now, 'radius', evidence.radius)
   if fp ~= '' then redis.call('HSET', entry, 'fingerprint', fp) end
-  if match.similarity ~= '' then redis.call('HSET', entry, 'similarity', match.similarity) end
+  if evidence.similarity ~= '' then redis.call('HSET', entry, 'similarity', evidence.similarity) end
+  if evidence.reason ~= '' then redis.call('HSET', entry, 'superseded', evidence.reason) end
 end
 
--- Whether stored page `id` is in the window: stored at or after `since` (nil: no window).
-local function within(id, since)
-  return not since or tonumber(redis.call('HGET', doc_key(id), 'stored_at')) >= since
+local function stored_target(key)
+  local id = redis.call('HGET', P .. 'ids', key)
+  if not id then error('simhash_index: the page ' .. key .. ' a write names is not stored') end
+  return {id = id, key = key}
 end
 
--- The oldest page with this text hash in the window (the whole set is read only with a window).
-local function first_with_text(th, since)
-  if not since then return redis.call('ZRANGE', P .. 'text:' .. th, 0, 0)[1] end
-  for _, id in ipairs(redis.call('ZRANGE', P .. 'text:' .. th, 0, -1)) do
-    if within(id, since) then return id end
-  end
-  return nil
-end
-
--- The stored page a new page duplicates: the same text first, else the nearest verified candidate;
--- with a window, only pages stored at or after `since` count.
-local function find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
-  if th ~= '' then
-    local first = first_with_text(th, since)
-    if first then
-      local doc = redis.call('HMGET', doc_key(first), 'key', 'fingerprint')
-      local d = 0
-      if doc[2] and fp ~= '' then d = distance(doc[2], fp) end
-      return {id = first, key = doc[1], fingerprint = doc[2] or '', distance = d, exact = 1, similarity = ''}
-    end
-  end
-  if fp == '' or exact_only == '1' then return nil end
-  for _, candidate in ipairs(near(fp, max_distance)) do
-    local id, score, accepted = candidate[1], '', within(candidate[1], since)
-    if accepted and sketch ~= '' then
-      local stored = redis.call('GET', P .. 'sketch:' .. id)
-      if stored and #stored == #sketch then
-        local value = similarity(sketch, stored)
-        score = string.format('%.17g', value)
-        accepted = value >= min_similarity
-      end
-    end
-    if accepted then
-      local key = redis.call('HGET', doc_key(id), 'key')
-      return {id = id, key = key, fingerprint = candidate[3], distance = candidate[2], exact = 0, similarity = score}
-    end
-  end
-  return nil
-end
-
--- Why the new page wins over stored page `id` under the survivor policy (index/prefer.py, the
--- specification): 'longer', 'newer', or nil when the stored page stays.
-local function preferred(prefer, id, merit)
-  if prefer == 'longest' then
-    local stored = redis.call('HGET', doc_key(id), 'words')
-    if merit[1] ~= '' and stored and tonumber(merit[1]) > tonumber(stored) then return 'longer' end
-  elseif prefer == 'newest' then
-    -- the first of the ages (own date, Last-Modified) both know that differ decides; else the new page
-    local stored = redis.call('HMGET', doc_key(id), 'dated', 'modified')
-    for level = 1, 2 do
-      local mine, theirs = merit[level + 1], stored[level]
-      if mine ~= '' and theirs and tonumber(mine) ~= tonumber(theirs) then
-        if tonumber(mine) > tonumber(theirs) then return 'newer' end
-        return nil
-      end
-    end
-    return 'newer'
-  end
-  return nil
-end
-
--- The new page `key` (stored as `new_id`) supersedes stored page `match`: the duplicates logged
--- against it move to the new page, it leaves the stored pages, and is logged as a duplicate.
-local function supersede(key, new_id, match, reason, now, max_distance)
-  local old_key = match.key
-  local against = against_key(match.id)
+-- Stored page `old_key` is superseded by stored page `new_key`: the duplicates logged against it
+-- move to the new page, it leaves the stored pages, and is logged as the new page's duplicate.
+local function supersede(old_key, new_key, fp, evidence, now)
+  local old, new = stored_target(old_key), stored_target(new_key)
+  local against = against_key(old.id)
   for _, did in ipairs(redis.call('SMEMBERS', against)) do
-    redis.call('HSET', P .. 'dup:' .. did, 'duplicate_of', key, 'duplicate_of_id', new_id)
-    redis.call('SADD', against_key(new_id), did)
+    redis.call('HSET', P .. 'dup:' .. did, 'duplicate_of', new.key, 'duplicate_of_id', new.id)
+    redis.call('SADD', against_key(new.id), did)
   end
   redis.call('DEL', against)
-  unindex(match.id)
-  redis.call('DEL', doc_key(match.id), P .. 'sketch:' .. match.id)
+  unindex(old.id, old_key)
+  drop_page(old.id)
   redis.call('HDEL', P .. 'ids', old_key)
-  local target = {id = new_id, key = key, distance = match.distance, exact = match.exact, similarity = match.similarity}
-  log_duplicate(old_key, match.fingerprint, target, now, max_distance)
-  redis.call('HSET', P .. 'dup:' .. redis.call('HGET', P .. 'dup_ids', old_key), 'superseded', reason)
-end
-
--- Checks one page and stores or logs it; returns false, or its match as the client reads it
--- (with the reason, when the page superseded it).
-local function check(key, fp, th, sketch, exact_only, max_distance, min_similarity, now, since, merit, prefer)
-  local id = redis.call('HGET', P .. 'ids', key)
-  if id then  -- never a duplicate of itself: follow its new content (and its new length)
-    local old = redis.call('HMGET', doc_key(id), 'fingerprint', 'text_hash', 'exact_only')
-    local was_near, is_near = old[1] and not old[3], fp ~= '' and exact_only ~= '1'
-    if (old[1] or '') ~= fp or (old[2] or '') ~= th or was_near ~= is_near then
-      unindex(id)
-      put(id, key, fp, th, sketch, exact_only, now, true, merit)
-    end
-    return false
-  end
-  local match = find_match(fp, th, sketch, exact_only, max_distance, min_similarity, since)
-  if not match then
-    store(key, fp, th, sketch, exact_only, now, merit)
-    return false
-  end
-  local reason = preferred(prefer, match.id, merit)
-  if reason then
-    local new_id = store(key, fp, th, sketch, exact_only, now, merit)
-    supersede(key, new_id, match, reason, now, max_distance)
-    return {match.key, match.fingerprint, match.distance, match.exact, match.similarity, reason}
-  end
-  log_duplicate(key, fp, match, now, max_distance)
-  return {match.key, match.fingerprint, match.distance, match.exact, match.similarity}
+  log_duplicate(old_key, fp, new, evidence, now)
 end
 
 -- Drops the text kept for `key`, if any, and its bytes from the total.
@@ -326,13 +280,17 @@ local function forget_text(key)
   end
 end
 
--- Removes the page stored under `key`, if any, with its text and the duplicates logged against
--- it; returns 1 when there was one, and how many duplicates went with it.
+local AGAINST_AT_ONCE = 500  -- duplicates a call forgets with their page, at most
+
+-- Removes the page stored under `key` with its text and the duplicates logged against it;
+-- returns 1 when there was one, how many duplicates went with it, and whether it is done: a
+-- page with more duplicates than AGAINST_AT_ONCE loses that many, and stays for another call.
 local function forget_page(key)
   local id = redis.call('HGET', P .. 'ids', key)
-  if not id then return 0, 0 end
+  if not id then return 0, 0, true end
   local duplicates = 0
-  for _, did in ipairs(redis.call('SMEMBERS', against_key(id))) do
+  local against = redis.call('SPOP', against_key(id), AGAINST_AT_ONCE)
+  for _, did in ipairs(against) do
     local dropped = redis.call('HGET', P .. 'dup:' .. did, 'key')
     if dropped then
       forget_duplicate(dropped)
@@ -340,113 +298,213 @@ local function forget_page(key)
       duplicates = duplicates + 1
     end
   end
-  redis.call('DEL', against_key(id))
+  if #against == AGAINST_AT_ONCE and redis.call('EXISTS', against_key(id)) == 1 then
+    return 0, duplicates, false
+  end
   forget_text(key)
-  unindex(id)
-  redis.call('DEL', doc_key(id), P .. 'sketch:' .. id)
+  unindex(id, key)
+  drop_page(id)
   redis.call('HDEL', P .. 'ids', key)
-  return 1, duplicates
+  return 1, duplicates, true
 end
+
+-- -- commands ----------------------------------------------------------------------------------
 
 if command ~= 'open' and redis.call('EXISTS', P .. 'meta') == 0 then
   -- never carry on silently on an index that vanished (a server restarted without persistence)
   return redis.error_reply('NOINDEX simhash_index: no index under this prefix any more')
 end
+spent()  -- the clock of the time budgets starts
 
-if command == 'check' then
-  -- now, max_distance, min_similarity, window (microseconds, '' for none), survivor policy
-  -- ('first', 'longest' or 'newest'), time budget (microseconds), then key, fingerprint, text_hash,
-  -- sketch, exact_only, words, dated, modified (microseconds) of each page: checked in order, a page
-  -- seeing those before it; one answer a page, for the pages checked: the call stops after the page
-  -- that ends past the budget (so that no call holds the server long), and the client sends the
-  -- rest in another call
-  local now, max_distance, min_similarity = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-  local since = nil
-  if ARGV[6] ~= '' then since = tonumber(now) - tonumber(ARGV[6]) end
-  local prefer, budget = ARGV[7], tonumber(ARGV[8])
-  local began = redis.call('TIME')
-  local answers = {}
-  for i = 9, #ARGV, 8 do
-    table.insert(answers, check(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], max_distance,
-      min_similarity, now, since, {ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]}, prefer))
-    local clock = redis.call('TIME')
-    if (clock[1] - began[1]) * 1000000 + (clock[2] - began[2]) >= budget then break end
+if command == 'write' then
+  -- epoch, position (the last change the writer read), now, radius, then what the writer
+  -- decided, in order: 'S' and a page (codec.page_args): store it; 'D', key, fingerprint, stored
+  -- key, distance, exact, similarity: log a duplicate; 'X', stored key, superseding key,
+  -- fingerprint, distance, exact, similarity, reason: the stored page superseded.
+  -- Refused when the index was emptied since ({'epoch'}), or the stream moved past the
+  -- position: {'moved', what the entries since say (at most MISSED of them)}, or {'behind'};
+  -- else {'ok', what the entries this call appended say}.
+  if redis.call('HGET', P .. 'meta', 'epoch') ~= ARGV[5] then return {'epoch'} end
+  local missed = since(ARGV[6], MISSED + 1)
+  if not missed or #missed > MISSED then return {'behind'} end
+  if #missed > 0 then return {'moved', reply(told(missed))} end
+  local now, radius = ARGV[7], ARGV[8]
+  local i = 9
+  while i <= #ARGV do
+    local op = ARGV[i]
+    if op == 'S' then
+      local page
+      page, i = read_page(i + 1)
+      store(page, now)
+    elseif op == 'D' then
+      local evidence = {distance = ARGV[i + 4], exact = ARGV[i + 5], similarity = ARGV[i + 6], reason = '',
+        radius = radius}
+      log_duplicate(ARGV[i + 1], ARGV[i + 2], stored_target(ARGV[i + 3]), evidence, now)
+      i = i + 7
+    elseif op == 'X' then
+      local evidence = {distance = ARGV[i + 4], exact = ARGV[i + 5], similarity = ARGV[i + 6],
+        reason = ARGV[i + 7], radius = radius}
+      supersede(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], evidence, now)
+      i = i + 8
+    else
+      return redis.error_reply('simhash_index: unknown write ' .. tostring(op))
+    end
   end
-  return answers
-elseif command == 'store' then
-  -- now, then key, fingerprint, text_hash, sketch, exact_only, words, dated, modified of each page:
-  -- stored in order
-  local now = ARGV[3]
-  for i = 4, #ARGV, 8 do
-    store(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], now, {ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]})
+  trim()
+  return {'ok', reply(added)}
+elseif command == 'follow' then
+  -- position, count: {epoch, 'ok', how many entries came after it (at most count), what they
+  -- say} or {epoch, 'behind'}
+  local epoch = redis.call('HGET', P .. 'meta', 'epoch')
+  local found = since(ARGV[5], tonumber(ARGV[6]))
+  if not found then return {epoch, 'behind'} end
+  return {epoch, 'ok', #found, reply(told(found))}
+elseif command == 'start' then
+  -- where a writer that reads every stored fingerprint starts following: {epoch, the position
+  -- (the last entry, else the floor), the last page id given}
+  local last = redis.call('XREVRANGE', P .. 'changes', '+', '-', 'COUNT', 1)[1]
+  local meta = redis.call('HMGET', P .. 'meta', 'epoch', 'floor')
+  local pos = last and last[1] or meta[2] or '0-0'
+  return {meta[1], pos, redis.call('GET', P .. 'next_id') or '0'}
+elseif command == 'read' then
+  -- how many of the oldest pages with a text hash to read (-1: all), then keys, text hashes,
+  -- page ids, each list after its length: the ids stored under the keys (false for none), the
+  -- ids of the (oldest) pages with each text hash, oldest first, and each page of all those ids:
+  -- {id, its hash's fields and values, its blobs (false for none)}
+  local oldest, i, ids, wanted, pages = tonumber(ARGV[5]) - 1, 6, {}, {}, {}
+  local function want(id)
+    if not wanted[id] then wanted[id] = true; table.insert(ids, id) end
   end
-  return (#ARGV - 3) / 8
-elseif command == 'near' then
-  -- fingerprint, max_distance: {key, fingerprint, distance} of each page near it
-  local out = {}
-  for _, candidate in ipairs(near(ARGV[3], tonumber(ARGV[4]))) do
-    table.insert(out, {redis.call('HGET', doc_key(candidate[1]), 'key'), candidate[3], candidate[2]})
+  local own, texts = {}, {}
+  for j = i + 1, i + tonumber(ARGV[i]) do
+    local id = redis.call('HGET', P .. 'ids', ARGV[j])
+    table.insert(own, id)
+    if id then want(id) end
   end
-  return out
+  i = i + 1 + tonumber(ARGV[i])
+  for j = i + 1, i + tonumber(ARGV[i]) do
+    local members = redis.call('ZRANGE', P .. 'text:' .. ARGV[j], 0, oldest)
+    table.insert(texts, members)
+    for _, id in ipairs(members) do want(id) end
+  end
+  i = i + 1 + tonumber(ARGV[i])
+  for j = i + 1, i + tonumber(ARGV[i]) do want(ARGV[j]) end
+  for _, id in ipairs(ids) do
+    local page = {id, redis.call('HGETALL', doc_key(id))}
+    for _, name in ipairs(BLOBS) do table.insert(page, redis.call('GET', P .. name .. ':' .. id)) end
+    table.insert(pages, page)
+  end
+  return {own, texts, pages}
 elseif command == 'get' then
   -- key: {fingerprint} of the page stored with it, or nil
-  local id = redis.call('HGET', P .. 'ids', ARGV[3])
+  local id = redis.call('HGET', P .. 'ids', ARGV[5])
   if not id then return false end
   return {redis.call('HGET', doc_key(id), 'fingerprint') or ''}
+elseif command == 'store' then
+  -- now, time budget (microseconds), then pages (codec.page_args): stored in order (replacing),
+  -- until the call has run for the budget; returns how many were stored
+  local now, budget, stored = ARGV[5], tonumber(ARGV[6]), 0
+  local i = 7
+  while i <= #ARGV do
+    local page
+    page, i = read_page(i)
+    store(page, now)
+    stored = stored + 1
+    if spent() >= budget then break end
+  end
+  trim()
+  return stored
 elseif command == 'forget' then
-  -- keys: each stored page (with the duplicates logged against it) and each logged duplicate
-  -- with one of them removed; returns {pages, duplicates}
-  local pages, duplicates = 0, 0
-  for i = 3, #ARGV do
-    local page, against = forget_page(ARGV[i])
+  -- time budget, then keys: each stored page (with the duplicates logged against it) and each
+  -- logged duplicate with one of them removed, until the budget is spent; returns {keys done,
+  -- pages, duplicates}
+  local budget, done, pages, duplicates = tonumber(ARGV[5]), 0, 0, 0
+  for i = 6, #ARGV do
+    local page, against, finished = forget_page(ARGV[i])
     pages, duplicates = pages + page, duplicates + against
+    if not finished then break end
     if redis.call('HEXISTS', P .. 'dup_ids', ARGV[i]) == 1 then
       forget_duplicate(ARGV[i])
       forget_text(ARGV[i])
       duplicates = duplicates + 1
     end
+    done = done + 1
+    if spent() >= budget then break end
   end
-  return {pages, duplicates}
+  trim()
+  return {done, pages, duplicates}
 elseif command == 'prune' then
-  -- before (microseconds), then keys: the pages among them stored before it are removed, with
-  -- the duplicates logged against them; returns {pages, duplicates}
-  local before, pages, duplicates = tonumber(ARGV[3]), 0, 0
-  for i = 4, #ARGV do
+  -- before (microseconds), time budget, then keys: the pages among them stored before it are
+  -- removed, with the duplicates logged against them; returns {keys done, pages, duplicates}
+  local before, budget, done, pages, duplicates = tonumber(ARGV[5]), tonumber(ARGV[6]), 0, 0, 0
+  for i = 7, #ARGV do
     local id = redis.call('HGET', P .. 'ids', ARGV[i])
     if id and tonumber(redis.call('HGET', doc_key(id), 'stored_at')) < before then
-      local page, against = forget_page(ARGV[i])
+      local page, against, finished = forget_page(ARGV[i])
       pages, duplicates = pages + page, duplicates + against
+      if not finished then break end
     end
+    done = done + 1
+    if spent() >= budget then break end
   end
-  return {pages, duplicates}
+  trim()
+  return {done, pages, duplicates}
 elseif command == 'sweep' then
-  -- before (microseconds, or ''), then log ids: each entry logged before it, or against a
-  -- page no longer stored, leaves the log; returns how many left
-  local before, removed = tonumber(ARGV[3]), 0
-  for i = 4, #ARGV do
+  -- before (microseconds, or ''), time budget, then log ids: each entry logged before it, or
+  -- against a page no longer stored, leaves the log, until the budget is spent; returns {log ids
+  -- done, how many left}
+  local before, budget, done, removed = tonumber(ARGV[5]), tonumber(ARGV[6]), 0, 0
+  for i = 7, #ARGV do
     local entry = redis.call('HMGET', P .. 'dup:' .. ARGV[i], 'key', 'duplicate_of_id', 'seen_at')
     if entry[1] and ((before and tonumber(entry[3]) < before) or redis.call('EXISTS', doc_key(entry[2])) == 0) then
       forget_duplicate(entry[1])
       forget_text(entry[1])
       removed = removed + 1
     end
+    done = done + 1
+    if spent() >= budget then break end
   end
-  return removed
+  return {done, removed}
 elseif command == 'texts' then
   -- key, compressed text of each page: kept (replacing the key's text), the total bytes counted
-  for i = 3, #ARGV, 2 do
+  for i = 5, #ARGV, 2 do
     local old = redis.call('HSTRLEN', P .. 'texts', ARGV[i])
     redis.call('HSET', P .. 'texts', ARGV[i], ARGV[i + 1])
     redis.call('INCRBY', P .. 'texts_bytes', #ARGV[i + 1] - old)
   end
-  return (#ARGV - 2) / 2
+  return (#ARGV - 4) / 2
+elseif command == 'epoch' then
+  -- the index was emptied (reset): every writer reads the stored fingerprints again
+  redis.call('HSET', P .. 'meta', 'epoch', new_epoch())
+  redis.call('HSET', P .. 'meta', 'floor', '0-0')
+  return 1
+elseif command == 'migrate' then
+  -- key layout version 2 to 3: first page id, time budget: the fingerprint buckets of the pages
+  -- from that id on, until the budget is spent; returns the next id to do, or 0 when done
+  local id, budget, last = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(redis.call('GET', P .. 'next_id') or '0')
+  while id <= last do
+    local doc = redis.call('HMGET', doc_key(id), 'fingerprint', 'exact_only')
+    local near = near_of(doc[1], doc[2])
+    if near ~= '' then set_slot(id, near) end
+    id = id + 1
+    if spent() >= budget then break end
+  end
+  if id > last then return 0 end
+  return id
+elseif command == 'migrated' then
+  -- schema_version: the buckets are filled and the block sets gone
+  redis.call('HSETNX', P .. 'meta', 'epoch', new_epoch())
+  redis.call('HSETNX', P .. 'meta', 'floor', '0-0')
+  redis.call('HSET', P .. 'meta', 'schema_version', ARGV[5])
+  return 1
 elseif command == 'open' then
   -- schema_version, scheme, create: records what is missing when asked to; returns what is
   -- recorded, and 1 when this call created the index
   local created = 0
-  if ARGV[5] == '1' then
-    created = redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[3])
-    redis.call('HSETNX', P .. 'meta', 'scheme', ARGV[4])
+  if ARGV[7] == '1' then
+    created = redis.call('HSETNX', P .. 'meta', 'schema_version', ARGV[5])
+    redis.call('HSETNX', P .. 'meta', 'scheme', ARGV[6])
+    if created == 1 then redis.call('HSET', P .. 'meta', 'epoch', new_epoch(), 'floor', '0-0') end
   end
   local recorded = redis.call('HMGET', P .. 'meta', 'schema_version', 'scheme')
   return {recorded[1], recorded[2], created}
