@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from ..memory.near import U64, Payload, u64_array
 from . import candidates
+from .dialects import dialect_of
 from .layouts import Layout
 from .statements import RawConnection, fetch, fetch_chunks
 
@@ -180,7 +181,7 @@ def meta_value(conn: Connection | RawConnection, name: str) -> str | None:
 
 
 def set_meta(conn: Connection, name: str, value: str) -> None:
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    mark = dialect_of(conn).mark
     conn.exec_driver_sql(
         f"INSERT INTO simhash_meta (name, value) VALUES ({mark}, {mark}) "
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
