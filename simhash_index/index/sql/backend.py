@@ -18,7 +18,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from ... import defaults, urls
-from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
+from ...errors import IndexNotFoundError, IndexUnavailableError, InvalidArgumentError, SimhashIndexError
 from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
@@ -96,9 +96,11 @@ class SqlIndex(Index):
         `lookup`: where a write finds the stored pages near its pages (lookup.py): "memory"
         (an index of the fingerprints in this process) or "sql" (the table's block columns)."""
         if create and access.read_only:
-            raise ValueError("an index opened read-only cannot be created: pass create=False")
+            raise InvalidArgumentError("an index opened read-only cannot be created: pass create=False")
         if lookup not in LOOKUPS:
-            raise ValueError(f"lookup must be one of {LOOKUPS} ('memory' unless memory is short); got {lookup!r}")
+            raise InvalidArgumentError(
+                f"lookup must be one of {LOOKUPS} ('memory' unless memory is short); got {lookup!r}"
+            )
         self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
         self.url = urls.masked(self._typed)
         self.policy = policy

@@ -26,7 +26,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from ... import defaults, urls
-from ...errors import IndexUnavailableError, MissingDependencyError, install_extra
+from ...errors import IndexUnavailableError, InvalidArgumentError, MissingDependencyError, install_extra
 from .dialects import dialect_of
 
 Transaction = Callable[..., AbstractContextManager[Connection]]  # SqlIndex.transaction(write=..., snapshot=...)
@@ -94,7 +94,7 @@ class Access:
         for name in ("connect_timeout", "statement_timeout"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{name} must be a positive number of seconds; got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a positive number of seconds; got {value!r}")
 
 
 DEFAULT_ACCESS = Access()

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from ...errors import InvalidArgumentError
 from ...fingerprinting.bits import blocks, interleaved_blocks, to_signed
 from ..probes import MAX_BLOCKS_RADIUS, MAX_HALVES_RADIUS, part_probes
 from .dialects import SqlDialect, array_text
@@ -50,9 +51,11 @@ class Layout:
 
     def __post_init__(self) -> None:
         if self.name not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS} ('blocks' up to a few million pages); got {self.name!r}")
+            raise InvalidArgumentError(
+                f"layout must be one of {LAYOUTS} ('blocks' up to a few million pages); got {self.name!r}"
+            )
         if self.assignment not in ASSIGNMENTS:
-            raise ValueError(f"block assignment must be one of {ASSIGNMENTS}; got {self.assignment!r}")
+            raise InvalidArgumentError(f"block assignment must be one of {ASSIGNMENTS}; got {self.assignment!r}")
 
     def describe(self) -> str:
         """ "blocks (contiguous)", "blocks (interleaved)" or "halves"."""
@@ -85,7 +88,7 @@ class Layout:
     def check_radius(self, radius: int) -> None:
         """Refuse a radius the probes cannot answer, naming the layout and its largest."""
         if radius > self.max_radius:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"the {self.name} layout answers a search radius of at most {self.max_radius} bits; got {radius} "
                 f"(lower max_distance, or use the blocks layout, which answers up to {MAX_BLOCKS_RADIUS})"
             )

@@ -12,6 +12,7 @@ from ... import defaults
 from ...errors import (
     IndexNotFoundError,
     IndexUnavailableError,
+    InvalidArgumentError,
     LayoutMismatchError,
     SchemaVersionError,
     SchemeMismatchError,
@@ -147,10 +148,10 @@ def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
     name = query.get("layout", defaults.LAYOUT)
     assignment = query.get("block_assignment", defaults.BLOCK_ASSIGNMENT)
     if not isinstance(name, str) or not isinstance(assignment, str):
-        raise ValueError("give ?layout= and ?block_assignment= once each in the URL")
+        raise InvalidArgumentError("give ?layout= and ?block_assignment= once each in the URL")
     given = Layout(name, assignment)  # type: ignore[arg-type]
     if layout is not None and layout.describe() != given.describe():
-        raise ValueError(
+        raise InvalidArgumentError(
             f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}"
         )
     return url.difference_update_query(["layout", "block_assignment"]), given
