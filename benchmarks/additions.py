@@ -98,12 +98,16 @@ def texts(path: Path, pages: int, rng: random.Random) -> list[str]:
     return found[:pages]
 
 
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    found.add_argument("--texts", type=Path, default=EVAL / "extracted_text.jsonl.gz")
+    found.add_argument("--pages", type=int, default=200)
+    found.add_argument("--threshold", type=int, default=defaults.ADDED_WORDS)
+    return found
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--texts", type=Path, default=EVAL / "extracted_text.jsonl.gz")
-    parser.add_argument("--pages", type=int, default=200)
-    parser.add_argument("--threshold", type=int, default=defaults.ADDED_WORDS)
-    args = parser.parse_args()
+    args = parser().parse_args()
     rng = random.Random(1)
     corpus = texts(args.texts, args.pages, rng)
     print(f"{len(corpus)} texts of {args.texts}; threshold {args.threshold} words")

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .errors import (
         IndexNotFoundError,
         IndexUnavailableError,
+        InvalidArgumentError,
         LayoutMismatchError,
         SchemaVersionError,
         SchemeMismatchError,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "IndexNotFoundError": "errors",
     "IndexUnavailableError": "errors",
+    "InvalidArgumentError": "errors",
     "LayoutMismatchError": "errors",
     "SchemaVersionError": "errors",
     "SchemeMismatchError": "errors",
@@ -62,6 +64,7 @@ __all__ = [
     "Index",
     "IndexNotFoundError",
     "IndexUnavailableError",
+    "InvalidArgumentError",
     "LayoutMismatchError",
     "Match",
     "MemoryIndex",

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from .errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError, one_line
 from .fingerprinting.fingerprinter import Signature
-from .fingerprinting.pages import Page, PageJob, PageSetup, analyse, analyse_all, with_given_text
+from .fingerprinting.pages import Analysed, PageJob, PageSetup, analyse, analyse_all, with_given_text
 from .index.base import Index
 from .index.records import Match
 from .index.writer import BatchWriter
@@ -44,7 +44,7 @@ AHEAD = 4  # chunks in flight per worker: a slow chunk at the head leaves the ot
 NOISY_LOGGERS = ("trafilatura", "htmldate", "courlan", "justext")
 logger = logging.getLogger(__name__)
 
-Decision = tuple[str, Signature, str | None]  # (key, signature, text to keep)
+Undecided = tuple[str, Signature, str | None]  # a page to decide: (key, signature, text to keep)
 
 
 class Deduplicator:
@@ -76,7 +76,7 @@ class Deduplicator:
         self.linger = linger
         self.index: Index | None = None
         self.pool: WorkerPool | None = None
-        self.writer: BatchWriter[Decision, Match | None] | None = None
+        self.writer: BatchWriter[Undecided, Match | None] | None = None
         self.stored_at_start = 0
         self._open_index = open_index
         self._on_index_lost = on_index_lost
@@ -157,45 +157,45 @@ class Deduplicator:
 
     # -- pages ------------------------------------------------------------------------
 
-    def analyse(self, job: PageJob) -> Future[Page]:
+    def analyse(self, job: PageJob) -> Future[Analysed]:
         """The page's text and Signature, computed in a worker process. The future raises
         WorkerCrashed or WorkerTimeout when its worker died or ran over the timeout; a page
         trafilatura cannot read comes back with `failure` set."""
         return self._threads.submit(self._analyse, job)
 
-    def _analyse(self, job: PageJob) -> Page:
+    def _analyse(self, job: PageJob) -> Analysed:
         return self._analyse_chunk([job])[0]
 
-    def _analyse_chunk(self, jobs: list[PageJob]) -> list[Page]:
+    def _analyse_chunk(self, jobs: list[PageJob]) -> list[Analysed]:
         pool = self.pool
         if pool is None:
             if self.workers or self._stopping:  # closed (or closing now): the pages queued are not analysed
                 raise RuntimeError("the deduplicator is closed: its pages are not analysed")
             return [self._analyse_here(job) for job in jobs]
-        pages: list[Page] = pool.run(jobs, weight=len(jobs))
+        pages: list[Analysed] = pool.run(jobs, weight=len(jobs))
         return [with_given_text(job, page) for job, page in zip(jobs, pages)]
 
-    def _analyse_here(self, job: PageJob) -> Page:
+    def _analyse_here(self, job: PageJob) -> Analysed:
         if self._stopping:
             raise RuntimeError("the deduplicator is closed: its pages are not analysed")
         return analyse(self.setup, job)
 
-    def _analyse_apart(self, jobs: list[PageJob]) -> list[Page]:
+    def _analyse_apart(self, jobs: list[PageJob]) -> list[Analysed]:
         """A chunk analysed in one round trip; when its worker crashed or ran over the timeout,
         each page again on its own, so that only the page that did it fails."""
         try:
             return self._analyse_chunk(jobs)
         except (WorkerCrashed, WorkerTimeout) as exc:
             if len(jobs) == 1:
-                return [Page(None, None, str(exc))]
+                return [Analysed(None, None, str(exc))]
         return [self._analyse_apart([job])[0] for job in jobs]
 
-    def analyse_many(self, pages: Iterable[tuple[M, PageJob]]) -> Iterator[tuple[M, Page]]:
-        """(meta, Page) for each (meta, job), in the order given, analysed side by side in
+    def analyse_many(self, pages: Iterable[tuple[M, PageJob]]) -> Iterator[tuple[M, Analysed]]:
+        """(meta, Analysed) for each (meta, job), in the order given, analysed side by side in
         chunks of CHUNK pages; a page whose worker crashed or ran over the timeout comes back
         with `failure` set. At most AHEAD chunks a worker are in flight: the input
         is read as it goes."""
-        pending: deque[tuple[list[M], Future[list[Page]]]] = deque()
+        pending: deque[tuple[list[M], Future[list[Analysed]]]] = deque()
         for chunk in _chunks(pages, CHUNK):
             metas = [meta for meta, _ in chunk]
             pending.append((metas, self._threads.submit(self._analyse_apart, [job for _, job in chunk])))
@@ -213,7 +213,7 @@ class Deduplicator:
             raise RuntimeError("the deduplicator is not open: call open() first")
         return self.writer.submit((key, signature, text))
 
-    def _decide(self, batch: Sequence[Decision]) -> list[Match | None]:
+    def _decide(self, batch: Sequence[Undecided]) -> list[Match | None]:
         """The writer thread's call: the batch checked and stored in one transaction, then its
         texts kept."""
         index = self.index
@@ -283,7 +283,7 @@ def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def _in_order(metas: list[M], future: Future[list[Page]]) -> Iterator[tuple[M, Page]]:
+def _in_order(metas: list[M], future: Future[list[Analysed]]) -> Iterator[tuple[M, Analysed]]:
     yield from zip(metas, future.result())
 
 

@@ -35,6 +35,12 @@ class ArchiveError(SimhashIndexError):
     kinds, one that changed while it was read)."""
 
 
+class InvalidArgumentError(ValueError):
+    """An argument the caller gave cannot be used (a URL's option, a layout, a radius, a key):
+    the message names it and the fix. A ValueError, as Python's own checks raise; not a
+    SimhashIndexError, which callers take for the index failing."""
+
+
 class MissingDependencyError(IndexUnavailableError, ImportError):
     """The database's driver is not installed: the message names the extra to install."""
 

@@ -3,6 +3,7 @@ one, what a dry run shows. Through CliRunner on real databases."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import re
@@ -18,6 +19,7 @@ from simhash_index import SimhashIndex
 from simhash_index.cli import cli, formats
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.fingerprinting.simhash import to_hex
+from simhash_index.index.base import Index
 
 LONG = "https://news.example.com/2024/05/01/the-harbour-reopened-after-a-week-of-repairs-to-the-old-sea-wall"
 
@@ -194,3 +196,46 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(many_duplicates: str, 
         process.wait(timeout=60)
     assert stderr == ""
     assert process.returncode in (0, -signal.SIGPIPE)
+
+
+# -- errors: one line for the user's, a traceback for a bug --------------------------------
+
+
+@pytest.mark.parametrize("bug", [ValueError("a bug"), TypeError("a bug"), OSError(errno.EBADF, "a bug")])
+def test_a_bug_inside_a_command_keeps_its_traceback(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, bug: Exception
+) -> None:
+    """A library call that fails with a plain ValueError, TypeError, or an OSError the system
+    gives no file, is a bug: it leaves the command with its traceback, not as an "Error:" line."""
+    SimhashIndex(sqlite_url).close()
+
+    def failing(self: object, key: str, signature: object) -> None:
+        raise bug
+
+    monkeypatch.setattr(Index, "neighbourhood", failing)
+    result = CliRunner().invoke(cli, ["query", "--db", sqlite_url, "--simhash", "0"])
+    assert result.exception is bug
+    assert "Error:" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["stats", "--db", "{url}?layout=diagonal"], "layout must be one of ('blocks', 'halves')"),
+        (["stats", "--db", "{url}?texts=2"], "?texts= must be 1 or 0; got '2'"),
+        (["query", "--db", "{url}", "--max-distance", "7", "--simhash", "0"], "at most 5 bits; got 7"),
+        (["explain", "--db", "{url}", "https://a.example/\udcff"], "holds a lone surrogate"),  # argv's invalid UTF-8
+        (["report", "--db", "{url}", "--html", "/dev/full"], "No space left on device"),
+    ],
+)
+def test_a_user_error_inside_a_command_is_one_line(tmp_path: Path, given: list[str], said: str) -> None:
+    """What the library refuses of the user's arguments (InvalidArgumentError), and what the
+    system refuses a file (a full disk), end the command with one line, exit status 1."""
+    url = f"sqlite:///{tmp_path / 'halves.db'}"
+    SimhashIndex(url, layout="halves").close()
+    if given[-1] == "/dev/full" and not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    result = CliRunner().invoke(cli, [arg.format(url=url) for arg in given])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("Error: ")
+    assert said in result.stderr

@@ -23,7 +23,7 @@ from simhash_index.index.base import Index
 from simhash_index.index.records import now
 from simhash_index.index.sql import changes, writing
 from simhash_index.index.sql.engine import lock_writers
-from simhash_index.index.sql.statements import MARKS, db_time, document_row, execute_many, upsert_documents
+from simhash_index.index.sql.statements import document_row, execute_many, upsert_documents
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -170,10 +170,9 @@ def test_a_writer_waits_for_the_writer_lock_then_sees_what_its_holder_committed(
         answers: list[str | None] = []
         with b.transaction() as conn:
             lock_writers(conn)
-            mark = MARKS[conn.dialect.paramstyle]
-            when = db_time(conn.dialect.name, now())
-            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect=conn.dialect.name)
-            execute_many(conn, upsert_documents(b.layout, mark), [row])
+            when = b.dialect.db_time(now())
+            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect=b.dialect)
+            execute_many(conn, upsert_documents(b.layout, b.dialect.mark), [row])
 
             def check() -> None:
                 answers.append(duplicate_of(a, "https://a.example/copy", near_copy(BASE)))
@@ -239,8 +238,8 @@ def test_postgres_a_batch_decided_before_the_lock_that_another_writer_touched_is
             checking.start()
             checking.join(timeout=1)  # decided and written, now waiting for the lock
             assert checking.is_alive()
-            when = db_time("postgresql", now())
-            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect="postgresql")
+            when = b.dialect.db_time(now())
+            row = document_row(b.layout, "https://b.example/page", Signature(BASE, 5), when, dialect=b.dialect)
             execute_many(conn, upsert_documents(b.layout, "%s"), [row])
         checking.join(timeout=60)
         assert answers == ["https://b.example/page"]
@@ -262,9 +261,9 @@ def test_postgres_a_writer_holding_the_lock_never_waits_long_for_a_row_of_an_und
             )
             checking.start()
             checking.join(timeout=0.1)
-            when = db_time("postgresql", now())
+            when = b.dialect.db_time(now())
             row = document_row(
-                b.layout, "https://shared.example/page", Signature(FAR ^ 1 << 60, 5), when, dialect="postgresql"
+                b.layout, "https://shared.example/page", Signature(FAR ^ 1 << 60, 5), when, dialect=b.dialect
             )
             execute_many(conn, upsert_documents(b.layout, "%s"), [row])  # waits for the batch's row, if it wrote it
         checking.join(timeout=60)

@@ -5,6 +5,7 @@ reading and runs (archives/, runs/) are library code the commands call."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "simhash_index"
@@ -65,3 +66,13 @@ def test_only_the_command_line_imports_click_and_nothing_imports_it() -> None:
     library = {module: targets for module, targets in imports().items() if not module.startswith(command_line)}
     assert {module for module, targets in library.items() if any(t.startswith(command_line) for t in targets)} == set()
     assert {"simhash_index.archives.records", "simhash_index.runs.run"} <= set(library)  # library code, not the CLI's
+
+
+def test_only_the_dialects_module_tells_the_sql_databases_apart() -> None:
+    """The SQL backend asks its dialect object (index/sql/dialects.py) what differs between SQLite
+    and PostgreSQL; only SQLAlchemy's own setup (engine.py) and column types (schema.py) compare a
+    dialect's or a URL's name."""
+    compared = re.compile(r"""dialect\.name\s*[!=]=|[!=]=\s*["'](sqlite|postgresql)["']|get_backend_name\(\)\s*[!=]=""")
+    sql = PACKAGE / "index" / "sql"
+    comparing = {path.name for path in sql.glob("*.py") if compared.search(path.read_text(encoding="utf-8"))}
+    assert comparing <= {"dialects.py", "engine.py", "schema.py"}

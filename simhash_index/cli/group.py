@@ -1,8 +1,10 @@
 """The `simhash-index` group: its error handling, the options commands share, and how a
 command opens the index.
 
-Library errors become one line on stderr and a non-zero exit: 2 when the database cannot
-be opened or has no simhash tables, 1 for everything else (click's own usage errors exit 2 too).
+Library errors, bad arguments (InvalidArgumentError) and what the system refuses a file (the
+disk full, permission denied: SYSTEM_REFUSALS) become one line on stderr and a non-zero exit: 2
+when the database cannot be opened or has no simhash tables, 1 for everything else (click's own
+usage errors exit 2 too). Any other exception is a bug's: it keeps its traceback.
 Ctrl-C (SIGINT) and SIGTERM stop a command as an error does (its worker processes stopped,
 its transactions committed or rolled back, a file being written removed): one line, and
 the shell's exit status for the signal, 130 or 143.
@@ -10,6 +12,7 @@ the shell's exit status for the signal, 130 or 143.
 
 from __future__ import annotations
 
+import errno
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +24,7 @@ from .. import DISTRIBUTION, defaults
 from ..errors import (
     IndexNotFoundError,
     IndexUnavailableError,
+    InvalidArgumentError,
     LayoutMismatchError,
     SchemaVersionError,
     SimhashIndexError,
@@ -30,6 +34,25 @@ from ..index.base import Index
 from ..index.factory import open_index as open_backend
 from ..index.probes import MAX_HALVES_RADIUS
 from . import formats
+
+# What the system answers a command's reading or writing of a file (an input, OUT, a report,
+# standard output) when the fault is the file's or the disk's, not the command's.
+SYSTEM_REFUSALS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.EIO,
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+    }
+)
 
 
 class DatabaseError(click.ClickException):
@@ -52,7 +75,8 @@ def stop_on_sigterm() -> None:
 
 
 class _Group(click.Group):
-    """Turns the library's errors into one-line click errors, never a traceback."""
+    """Turns the library's errors, bad arguments and the system's refusals into one-line click
+    errors; a bug keeps its traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -71,9 +95,11 @@ class _Group(click.Group):
             raise click.ClickException(one_line(exc)) from None
         except SQLAlchemyError as exc:
             raise DatabaseError(f"database error: {one_line(getattr(exc, 'orig', None) or exc)}") from None
-        except BrokenPipeError:
-            raise  # click exits quietly when the reader of stdout goes away
-        except (OSError, ValueError) as exc:
+        except InvalidArgumentError as exc:
+            raise click.ClickException(one_line(exc)) from None
+        except OSError as exc:
+            if exc.errno not in SYSTEM_REFUSALS:
+                raise
             raise click.ClickException(one_line(exc)) from None
 
 

@@ -35,7 +35,7 @@ class PageJob:
 
 
 @dataclass(frozen=True)
-class Page:
+class Analysed:
     """A page analysed: its main text and Signature (None when it has no text or no
     features), or why extraction failed."""
 
@@ -44,21 +44,21 @@ class Page:
     failure: str | None = None
 
 
-def analyse(setup: PageSetup, job: PageJob) -> Page:
+def analyse(setup: PageSetup, job: PageJob) -> Analysed:
     """The main text and Signature of one page."""
     if job.is_html:
         try:
             text = extract_text(job.content, setup.extract)
         except ExtractionError as exc:
-            return Page(None, None, str(exc))
+            return Analysed(None, None, str(exc))
     else:
         text = given_text(job)
     if text is None:
-        return Page(None, None)
+        return Analysed(None, None)
     signature = setup.fingerprinter.signature(text)
     if signature is not None and setup.dates and job.is_html:
         signature = replace(signature, dated=page_date(job.content))
-    return Page(text, signature)
+    return Analysed(text, signature)
 
 
 def given_text(job: PageJob) -> str:
@@ -66,13 +66,13 @@ def given_text(job: PageJob) -> str:
     return job.content if isinstance(job.content, str) else job.content.decode("utf-8", "replace")
 
 
-def analyse_all(setup: PageSetup, jobs: Sequence[PageJob]) -> list[Page]:
+def analyse_all(setup: PageSetup, jobs: Sequence[PageJob]) -> list[Analysed]:
     """`analyse` of each job, in order; a page given as text comes back with `text` None, as
     sending it back would only copy what the caller holds (`with_given_text` restores it)."""
     pages = [analyse(setup, job) for job in jobs]
     return [page if job.is_html else replace(page, text=None) for job, page in zip(jobs, pages)]
 
 
-def with_given_text(job: PageJob, page: Page) -> Page:
+def with_given_text(job: PageJob, page: Analysed) -> Analysed:
     """A page from `analyse_all` with the text of a job given as text put back."""
     return page if job.is_html else replace(page, text=given_text(job))

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlencode
 from sqlalchemy.engine import URL
 
 from .. import defaults
+from ..errors import InvalidArgumentError
 from ..fingerprinting.fingerprinter import DEFAULT
 from .base import Index
 from .prefer import Prefer
@@ -67,13 +68,17 @@ def open_index(
     """
     url, texts = _option_in_url(url, "texts")
     if texts is not None and texts not in ("0", "1", "true", "false"):
-        raise ValueError(f"?texts= must be 1 or 0; got {texts!r}")
+        raise InvalidArgumentError(f"?texts= must be 1 or 0; got {texts!r}")
     url, lookup_in_url = _option_in_url(url, "lookup")
     if lookup_in_url is not None and lookup is not None and lookup_in_url != lookup:
-        raise ValueError(f"two different lookups given (the URL's and lookup=): {lookup_in_url!r} and {lookup!r}")
+        raise InvalidArgumentError(
+            f"two different lookups given (the URL's and lookup=): {lookup_in_url!r} and {lookup!r}"
+        )
     url, window_in_url = _option_in_url(url, "window")
     if window_in_url is not None and window is not None and as_window(window) != as_window(window_in_url):
-        raise ValueError(f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}")
+        raise InvalidArgumentError(
+            f"two different windows given (the URL's and window=): {window_in_url!r} and {window!r}"
+        )
     options = Options(
         policy=Policy.of(
             max_distance,
@@ -120,7 +125,7 @@ class Options:
 
     def no_layout(self) -> None:
         if self.layout is not None or self.block_assignment is not None or self.lookup is not None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "layout, block_assignment and lookup choose an SQL table's lookups; a Redis or memory index has none"
             )
 
@@ -151,7 +156,7 @@ def _redis(url: str, options: Options) -> Index:
 
 def _sql(url: str | URL, options: Options) -> Index:
     if options.prefix is not None:
-        raise ValueError("prefix is a Redis key prefix; an SQL index has none")
+        raise InvalidArgumentError("prefix is a Redis key prefix; an SQL index has none")
     from .sql.backend import SqlIndex
     from .sql.engine import Access
     from .sql.layouts import Layout
@@ -182,7 +187,7 @@ def _option_in_url(url: str | URL, name: str) -> tuple[str | URL, str | None]:
         if given is None:
             return url, None
         if not isinstance(given, str):
-            raise ValueError(f"give ?{name}= once in the URL")
+            raise InvalidArgumentError(f"give ?{name}= once in the URL")
         return url.difference_update_query([name]), given
     base, mark, tail = url.partition("?")
     query = parse_qsl(tail, keep_blank_values=True)
@@ -190,7 +195,7 @@ def _option_in_url(url: str | URL, name: str) -> tuple[str | URL, str | None]:
     if not mark or not found:
         return url, None
     if len(found) > 1:
-        raise ValueError(f"give ?{name}= once in the URL")
+        raise InvalidArgumentError(f"give ?{name}= once in the URL")
     rest = urlencode([(option, value) for option, value in query if option != name])
     return base + ("?" + rest if rest else ""), found[0]
 

@@ -13,6 +13,7 @@ from typing import SupportsIndex, cast
 import xxhash
 
 from .. import defaults
+from ..errors import InvalidArgumentError
 from ..fingerprinting.additions import Shingled
 from ..fingerprinting.bits import MASK64, to_signed
 from ..fingerprinting.fingerprinter import Signature
@@ -103,20 +104,20 @@ class Policy:
             or not isinstance(self.max_distance, int)
             or not 0 <= self.max_distance <= limit
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"max_distance must be an integer from 0 to {limit} (the widest radius the index searches); "
                 f"got {self.max_distance!r}"
             )
         if not isinstance(self.min_similarity, (int, float)) or not 0.0 <= self.min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be between 0 and 1; got {self.min_similarity!r}")
+            raise InvalidArgumentError(f"min_similarity must be between 0 and 1; got {self.min_similarity!r}")
         if self.window is not None and (not isinstance(self.window, timedelta) or self.window <= timedelta(0)):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"window must be a positive duration, e.g. '30d' or timedelta(days=30); got {self.window!r}"
             )
         check_prefer(self.prefer)
         words = self.added_words
         if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 1):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"added_words must be a positive number of words, or None for the plain similarity rule; got {words!r}"
             )
 
@@ -161,7 +162,9 @@ def parse_duration(text: str) -> timedelta:
     """
     found = _DURATION.match(text) if isinstance(text, str) else None
     if not found:
-        raise ValueError(f"{text!r} is not a duration: give a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w")
+        raise InvalidArgumentError(
+            f"{text!r} is not a duration: give a number and a unit, e.g. 30d, 12h, 90m, 45s or 2w"
+        )
     return timedelta(**{_UNITS[found.group(2).lower()]: int(found.group(1))})
 
 
@@ -180,11 +183,15 @@ def check_key(key: object) -> str:
     if not isinstance(key, str):
         raise TypeError(f"key must be a string (the page's URL); got {type(key).__name__}")
     if "\x00" in key:
-        raise ValueError(f"key {shown_key(key)} holds a NUL character, which no database stores: drop or escape it")
+        raise InvalidArgumentError(
+            f"key {shown_key(key)} holds a NUL character, which no database stores: drop or escape it"
+        )
     try:
         key.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"key {shown_key(key)} holds a lone surrogate, not text: decode the URL properly") from None
+        raise InvalidArgumentError(
+            f"key {shown_key(key)} holds a lone surrogate, not text: decode the URL properly"
+        ) from None
     return key
 
 
@@ -249,7 +256,6 @@ def as_signature(fingerprint: object, text_hash: object = None, sketch: object =
         bloom=None if bloom is None else bytes(bloom),
         shingled=shingled,
     )
-
 
 
 def as_utc(moment: datetime) -> datetime:

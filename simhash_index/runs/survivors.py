@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..dedup import Decision, Deduplicator
+from ..dedup import Deduplicator, Undecided
 from ..fingerprinting.bits import hamming
 from ..fingerprinting.fingerprinter import Signature
 from ..fingerprinting.pages import PageSetup
@@ -38,7 +38,7 @@ class RunDeduplicator(Deduplicator):
         super().__init__(*args, **options)
         self.same_url = SameUrl(prefer)
 
-    def _decide(self, batch: Sequence[Decision]) -> list[Match | None]:
+    def _decide(self, batch: Sequence[Undecided]) -> list[Match | None]:
         return self.same_url.decide(batch, super()._decide)
 
 
@@ -55,7 +55,7 @@ class SameUrl:
         self.stored: dict[str, Signature] = {}
 
     def decide(
-        self, batch: Sequence[Decision], index: Callable[[Sequence[Decision]], list[Match | None]]
+        self, batch: Sequence[Undecided], index: Callable[[Sequence[Undecided]], list[Match | None]]
     ) -> list[Match | None]:
         """The answers for the batch, in order; `index` decides the pages sent to it, in order.
         Pages go to it in runs; a run ends before a page whose URL the run stored, unless the
@@ -90,7 +90,7 @@ class SameUrl:
         flush()
         return answers
 
-    def _learn(self, page: Decision, answer: Match | None) -> Match | None:
+    def _learn(self, page: Undecided, answer: Match | None) -> Match | None:
         """What the index's answer says the run stored."""
         key, signature, _ = page
         if answer is None or answer.superseded is not None:

@@ -21,7 +21,7 @@ from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 
 from ..dedup import Deduplicator
 from ..errors import LayoutMismatchError, SchemeMismatchError, SimhashIndexError, one_line
-from ..fingerprinting.pages import Page, PageSetup
+from ..fingerprinting.pages import Analysed, PageSetup
 from ..fingerprinting.simhash import to_hex
 from ..index.base import Index
 from ..index.factory import open_index
@@ -283,7 +283,7 @@ class SimhashDedupPipeline:
         repeat.key = key
         raise repeat
 
-    def _unchecked(self, item: Any, key: str, page: Page) -> Any:
+    def _unchecked(self, item: Any, key: str, page: Analysed) -> Any:
         """A page with no signature to check (extraction failed, or no text): counted, passed through."""
         if page.failure is not None:
             self.outcomes.count("errors", "errors/extract")
@@ -292,7 +292,7 @@ class SimhashDedupPipeline:
             self.outcomes.count("no_text")
         return item
 
-    def _conclude(self, item: Any, adapter: ItemAdapter, key: str, page: Page, match: Match | None) -> Any:
+    def _conclude(self, item: Any, adapter: ItemAdapter, key: str, page: Analysed, match: Match | None) -> Any:
         if match is not None and match.superseded is not None:  # kept, in place of match.key
             self._superseded(item, key, match)
         elif match is not None:

@@ -48,7 +48,7 @@ def widths_for(count: int) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class Found:
+class Hits:
     """What a batch lookup found: (query position, fingerprint, payload row) for each entry
     within the radius of a query, each once, ordered by query position then fingerprint;
     `read`: the entries the lookup compared with a query."""
@@ -118,7 +118,7 @@ class NearIndex:
             self._main = self._main.with_(self._small.fingerprints, self._small.payload, self._widths)
             self._small = self._empty()
 
-    def search(self, queries: Iterable[int] | U64, radius: int) -> Found:
+    def search(self, queries: Iterable[int] | U64, radius: int) -> Hits:
         """Every entry held within `radius` bits of each query."""
         if isinstance(radius, bool) or not isinstance(radius, int) or not 0 <= radius <= 63:
             raise ValueError(f"radius must be an integer from 0 to 63; got {radius!r}")
@@ -287,7 +287,7 @@ def u64_array(values: Iterable[int] | U64) -> U64:
     return np.fromiter(values, np.uint64)
 
 
-def _distinct(found: list[tuple[Positions, Positions, U64, Payload, int]]) -> Found:
+def _distinct(found: list[tuple[Positions, Positions, U64, Payload, int]]) -> Hits:
     """The tables' finds (query, entry number among all tables, fingerprint, payload, read) as
     one, each (query, entry) once: a part finds an entry once, but several parts may find it."""
     at = np.concatenate([f[0] for f in found])
@@ -299,4 +299,4 @@ def _distinct(found: list[tuple[Positions, Positions, U64, Payload, int]]) -> Fo
     keep[1:] = (at[order][1:] != at[order][:-1]) | (entry[order][1:] != entry[order][:-1])
     kept = order[keep]
     kept = kept[np.lexsort((fingerprints[kept], at[kept]))]
-    return Found(at[kept], fingerprints[kept], payload[kept], sum(f[4] for f in found))
+    return Hits(at[kept], fingerprints[kept], payload[kept], sum(f[4] for f in found))

@@ -23,6 +23,7 @@ from ... import defaults, urls
 from ...errors import (
     IndexNotFoundError,
     IndexUnavailableError,
+    InvalidArgumentError,
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
@@ -63,12 +64,12 @@ def split_url(url: str, prefix: str | None = None) -> tuple[str, str]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     given = [value for name, value in query if name == "prefix"]
     if len(set(given)) > 1 or (given and prefix is not None and given[0] != prefix):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"two different key prefixes given (the URL's ?prefix= and prefix=): {[*given, prefix]!r}; give one"
         )
     chosen = prefix if prefix is not None else (given[0] if given else defaults.REDIS_PREFIX)
     if not isinstance(chosen, str) or not chosen:
-        raise ValueError(f"prefix must be a non-empty string, e.g. 'crawl1:'; got {chosen!r}")
+        raise InvalidArgumentError(f"prefix must be a non-empty string, e.g. 'crawl1:'; got {chosen!r}")
     rest = urlencode([(name, value) for name, value in query if name != "prefix"])
     return urlunsplit(parts._replace(query=rest)), chosen
 

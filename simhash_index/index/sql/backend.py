@@ -18,7 +18,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from ... import defaults, urls
-from ...errors import IndexNotFoundError, IndexUnavailableError, SimhashIndexError
+from ...errors import IndexNotFoundError, IndexUnavailableError, InvalidArgumentError, SimhashIndexError
 from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import DEFAULT, Signature
 from .. import rule
@@ -35,6 +35,7 @@ from ..records import (
 from ..texts import TextSizes
 from . import bulk, duplicates, forgetting
 from . import texts as kept_texts
+from .dialects import DIALECTS
 from .engine import (
     DEFAULT_ACCESS,
     SNAPSHOT,
@@ -45,20 +46,17 @@ from .engine import (
     open_engine,
     open_read_engine,
     parse_url,
-    sqlite_path,
+    sqlite_file,
 )
 from .layouts import Layout
 from .lookup import LOOKUPS, Lookup, LookupName, MemoryLookup, TableLookup, table_near_pages
 from .opening import add_later_columns, layout_in_url, make_parent_folder, open_tables
 from .schema import DOCUMENTS, SCHEMA_VERSION, tables
 from .statements import (
-    MARKS,
     RawConnection,
-    db_time,
     document_row,
     execute_many,
     fetch,
-    in_parameters,
     page_columns,
     pages_where,
     present,
@@ -98,9 +96,11 @@ class SqlIndex(Index):
         `lookup`: where a write finds the stored pages near its pages (lookup.py): "memory"
         (an index of the fingerprints in this process) or "sql" (the table's block columns)."""
         if create and access.read_only:
-            raise ValueError("an index opened read-only cannot be created: pass create=False")
+            raise InvalidArgumentError("an index opened read-only cannot be created: pass create=False")
         if lookup not in LOOKUPS:
-            raise ValueError(f"lookup must be one of {LOOKUPS} ('memory' unless memory is short); got {lookup!r}")
+            raise InvalidArgumentError(
+                f"lookup must be one of {LOOKUPS} ('memory' unless memory is short); got {lookup!r}"
+            )
         self._typed = url if isinstance(url, str) else url.render_as_string(hide_password=False)
         self.url = urls.masked(self._typed)
         self.policy = policy
@@ -110,13 +110,12 @@ class SqlIndex(Index):
         self._load = bulk.NO_LOAD
         self._deciding = threading.Lock()  # one batch at a time follows the table in this process
         self.sqlalchemy_url, layout = layout_in_url(parse_url(url), layout)
-        self.dialect = self.sqlalchemy_url.get_backend_name()
+        self.dialect = DIALECTS[self.sqlalchemy_url.get_backend_name()]
+        self._file = sqlite_file(self.sqlalchemy_url)
         if create:
             make_parent_folder(self.sqlalchemy_url, self.url)
-        elif self.dialect == "sqlite" and not is_memory(self.sqlalchemy_url):
-            path = sqlite_path(self.sqlalchemy_url)
-            if not path.is_file():  # connecting would create it
-                raise IndexNotFoundError(f"{self.url}: no such database file {str(path.absolute())!r}")
+        elif self._file is not None and not self._file.is_file():  # connecting would create it
+            raise IndexNotFoundError(f"{self.url}: no such database file {str(self._file)!r}")
         self._engine = open_engine(self.sqlalchemy_url, access)
         self._reads = open_read_engine(self.sqlalchemy_url, self._engine, access)
         self._lock: AbstractContextManager[Any] = threading.RLock() if is_memory(self.sqlalchemy_url) else nullcontext()
@@ -146,13 +145,11 @@ class SqlIndex(Index):
             if lookup == "memory"
             else TableLookup(self.layout)
         )
-        self.writer = Writer(self.transaction, self.layout, self.lookup, self._evidence, self.url)
+        self.writer = Writer(self.transaction, self.layout, self.lookup, self._evidence, self.url, self.dialect)
 
     @property
     def location(self) -> str:
-        if self.dialect == "sqlite" and not is_memory(self.sqlalchemy_url):
-            return str(sqlite_path(self.sqlalchemy_url).absolute())
-        return self.url
+        return self.url if self._file is None else str(self._file)
 
     # -- connections -----------------------------------------------------------------
 
@@ -168,11 +165,9 @@ class SqlIndex(Index):
         Connection failures become IndexUnavailableError, other database errors SimhashIndexError.
         """
         options: dict[str, Any] = {WRITE: write, SNAPSHOT: snapshot and not write}
-        if not write and self.dialect == "postgresql":
-            if snapshot:
-                options["isolation_level"] = "REPEATABLE READ"
-            elif single_statement:
-                options["isolation_level"] = "AUTOCOMMIT"
+        isolation = None if write else self.dialect.read_isolation(snapshot=snapshot, single_statement=single_statement)
+        if isolation is not None:
+            options["isolation_level"] = isolation
         with self._errors_named(), self._lock, self._engine.connect() as conn:
             conn = conn.execution_options(**options)
             with self._deadline(conn.connection.dbapi_connection), conn.begin():
@@ -181,7 +176,7 @@ class SqlIndex(Index):
     @contextmanager
     def _deadline(self, dbapi_connection: Any) -> Iterator[None]:
         """PostgreSQL: a call still blocked past the statement timeout (a frozen server) fails."""
-        if self.dialect != "postgresql":
+        if not self.dialect.networked:
             yield
             return
         timeout = self.access.statement_timeout
@@ -236,13 +231,13 @@ class SqlIndex(Index):
             return int(fetch(conn, "SELECT count(*) FROM simhash_documents", ())[0][0])
 
     def describe(self) -> Description:
-        return Description(self.dialect, self._version, self.layout.name, self.layout.assignment)
+        return Description(self.dialect.name, self._version, self.layout.name, self.layout.assignment)
 
     def _check_and_add_many(self, pages: Sequence[Keyed]) -> list[Match | None]:
         """Atomically, seeing every committed page (writing.py)."""
         self._writable()
         with self._deciding:
-            return self.writer.check_and_add_many(pages, self.policy, self.dialect)
+            return self.writer.check_and_add_many(pages, self.policy)
 
     @property
     def keys_unique(self) -> bool:
@@ -262,9 +257,9 @@ class SqlIndex(Index):
     def _add_many(self, pages: Sequence[Keyed]) -> None:
         self._writable()
         with self.transaction() as conn:
-            when = db_time(self.dialect, now())
+            when = self.dialect.db_time(now())
             rows = [document_row(self.layout, key, signature, when, dialect=self.dialect) for key, signature in pages]
-            mark = MARKS[conn.dialect.paramstyle]
+            mark = self.dialect.mark
             execute_many(conn, upsert_documents(self.layout, mark, replace=self.keys_unique), rows)
             if fetch(conn, "SELECT id FROM simhash_duplicates LIMIT 1", ()):  # a stored page is nobody's duplicate
                 execute_many(
@@ -291,12 +286,12 @@ class SqlIndex(Index):
 
     def _prune(self, before: datetime) -> Forgotten:
         self._writable()
-        return self._without_orphan_texts(forgetting.prune(self.transaction, db_time(self.dialect, before)))
+        return self._without_orphan_texts(forgetting.prune(self.transaction, self.dialect.db_time(before)))
 
     def _stored_before(self, before: datetime) -> int:
         with self.transaction(write=False) as conn:
-            statement = f"SELECT count(*) FROM simhash_documents WHERE stored_at < {MARKS[conn.dialect.paramstyle]}"
-            return int(fetch(conn, statement, (db_time(self.dialect, before),))[0][0])
+            statement = f"SELECT count(*) FROM simhash_documents WHERE stored_at < {self.dialect.mark}"
+            return int(fetch(conn, statement, (self.dialect.db_time(before),))[0][0])
 
     def _reset(self) -> Forgotten:
         self._writable()
@@ -329,7 +324,7 @@ class SqlIndex(Index):
 
     def _page(self, key: str) -> StoredPage | None:
         with self._single_read() as conn:
-            rows = fetch(conn, self._pages_where("key_hash", 1), in_parameters(self.dialect, [key_hash(key)]))
+            rows = fetch(conn, self._pages_where("key_hash", 1), self.dialect.in_parameters([key_hash(key)]))
         for row in rows:
             if row[1] == key:
                 return row_page(row, self.dialect)
@@ -355,11 +350,11 @@ class SqlIndex(Index):
     def _neighbourhood(self, key: str, signature: Signature) -> list[StoredPage]:
         found: dict[str, StoredPage] = {}
         with self._single_read() as conn:
-            for row in fetch(conn, self._pages_where("key_hash", 1), in_parameters(self.dialect, [key_hash(key)])):
+            for row in fetch(conn, self._pages_where("key_hash", 1), self.dialect.in_parameters([key_hash(key)])):
                 found[row[1]] = row_page(row, self.dialect)
             if signature.text_hash is not None:
                 statement = self._pages_where("text_hash", 1)
-                for row in fetch(conn, statement, in_parameters(self.dialect, [to_signed(signature.text_hash)])):
+                for row in fetch(conn, statement, self.dialect.in_parameters([to_signed(signature.text_hash)])):
                     found[row[1]] = row_page(row, self.dialect)
             fingerprint = signature.near_simhash
             if fingerprint is not None:

@@ -22,12 +22,11 @@ from .. import rule
 from ..base import Keyed
 from ..memory.near import pairs_between
 from ..records import Match, Policy, StoredPage, key_hash
+from .dialects import dialect_of
 from .layouts import Layout
 from .lookup import Nearby, NearPages
 from .statements import (
-    MARKS,
     by_keys_or_texts,
-    db_time,
     delete_where,
     document_row,
     execute_many,
@@ -54,13 +53,13 @@ def check_and_add_many(
     """Decide and store the pages in the caller's transaction; the answers in order. `evidence`:
     the duplicates log's evidence columns (schema.EVIDENCE, or fewer in an older index);
     `near`: the writer's lookup of the stored pages near each page."""
-    dialect = conn.dialect.name
+    dialect = dialect_of(conn)
     hashes = {key: key_hash(key) for key, _ in pages}
     stored = Stored(conn, pages, policy, moment, hashes, near)
     answers: list[Match | None] = []
     documents: dict[str, tuple[Any, ...]] = {}  # key -> the row it is stored as (last wins)
     logged: dict[str, tuple[Signature, Match]] = {}  # key -> its duplicate's evidence
-    when = db_time(dialect, moment)
+    when = dialect.db_time(moment)
     for position, (key, signature) in enumerate(pages):
         decision = rule.decide(
             signature,
@@ -118,7 +117,7 @@ class Stored:
         hashes: dict[str, int],
         near: NearPages,
     ) -> None:
-        dialect = conn.dialect.name
+        dialect = dialect_of(conn)
         self.hashes = hashes
         wanted = sorted(set(self.hashes.values()))
         texts = sorted({to_signed(s.text_hash) for _, s in pages if s.text_hash is not None})
@@ -245,7 +244,7 @@ def _write(
     evidence: tuple[str, ...],
     radius: int,
 ) -> None:
-    mark = MARKS[conn.dialect.paramstyle]
+    mark = dialect_of(conn).mark
     execute_many(conn, upsert_documents(layout, mark), list(documents.values()))
     # a stored page is nobody's duplicate
     delete_where(conn, "simhash_duplicates", "key_hash", [stored.hashes[key] for key in documents])

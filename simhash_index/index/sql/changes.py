@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from ..memory.near import U64, Payload, u64_array
 from . import candidates
+from .dialects import dialect_of
 from .layouts import Layout
 from .statements import RawConnection, fetch, fetch_chunks
 
@@ -88,7 +89,7 @@ class Changes:
 
 
 @dataclass(frozen=True)
-class Stored:
+class StoredFingerprints:
     """The near-matchable fingerprints of the table, with their payload rows, and the mark of the
     snapshot they were read in."""
 
@@ -107,7 +108,7 @@ class Feed(Protocol):
         """Add the change feed to an index that lacks it, or has one of another format; the
         caller holds the writer lock (or creates the index)."""
 
-    def stored(self, conn: Connection | RawConnection, layout: Layout) -> Stored:
+    def stored(self, conn: Connection | RawConnection, layout: Layout) -> StoredFingerprints:
         """What the table holds, in the caller's read transaction that sees one snapshot throughout."""
 
     def since(self, conn: Connection, mark: Mark) -> Changes | None:
@@ -157,7 +158,7 @@ def changes_of(rows: Sequence[Sequence[Any]], mark: Mark) -> Changes:
     return Changes(added, rows_, went, mark, touched)
 
 
-def read_stored(conn: Connection | RawConnection, layout: Layout, mark: Mark) -> Stored:
+def read_stored(conn: Connection | RawConnection, layout: Layout, mark: Mark) -> StoredFingerprints:
     """The table's near-matchable fingerprints with their payload rows, read a chunk at a time."""
     near = "block0 IS NOT NULL" if layout.name == "blocks" else "exact_only = 0 AND fingerprint IS NOT NULL"
     statement = f"SELECT fingerprint, id, sketch_bits FROM simhash_documents WHERE {near}"
@@ -166,8 +167,8 @@ def read_stored(conn: Connection | RawConnection, layout: Layout, mark: Mark) ->
         fingerprints.append(np.array([row[0] for row in chunk], np.int64))
         rows.append(candidates.payload([row[1] for row in chunk], [_bytes(row[2]) for row in chunk]))
     if not fingerprints:
-        return Stored(mark, np.empty(0, np.uint64), candidates.payload([], []))
-    return Stored(mark, u64_array(np.concatenate(fingerprints)), np.concatenate(rows))
+        return StoredFingerprints(mark, np.empty(0, np.uint64), candidates.payload([], []))
+    return StoredFingerprints(mark, u64_array(np.concatenate(fingerprints)), np.concatenate(rows))
 
 
 def _bytes(value: object) -> bytes | None:
@@ -180,7 +181,7 @@ def meta_value(conn: Connection | RawConnection, name: str) -> str | None:
 
 
 def set_meta(conn: Connection, name: str, value: str) -> None:
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    mark = dialect_of(conn).mark
     conn.exec_driver_sql(
         f"INSERT INTO simhash_meta (name, value) VALUES ({mark}, {mark}) "
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",

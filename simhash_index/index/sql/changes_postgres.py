@@ -22,7 +22,7 @@ from .changes import (
     FLOOR,
     Changes,
     Mark,
-    Stored,
+    StoredFingerprints,
     changes_of,
     format_installed,
     read_stored,
@@ -117,7 +117,7 @@ class PostgresFeed:
             conn.exec_driver_sql(statement)
         record_install(conn)
 
-    def stored(self, conn: Connection | RawConnection, layout: Layout) -> Stored:
+    def stored(self, conn: Connection | RawConnection, layout: Layout) -> StoredFingerprints:
         snapshot, epoch, newest, key = fetch(
             conn,
             f"SELECT pg_current_snapshot()::text, (SELECT value FROM simhash_meta WHERE name = '{EPOCH}'), "

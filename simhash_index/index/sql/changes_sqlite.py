@@ -18,7 +18,7 @@ from .changes import (
     FLOOR,
     Changes,
     Mark,
-    Stored,
+    StoredFingerprints,
     changes_of,
     format_installed,
     meta_value,
@@ -77,7 +77,7 @@ class SqliteFeed:
             conn.exec_driver_sql(statement)
         record_install(conn)
 
-    def stored(self, conn: Connection | RawConnection, layout: Layout) -> Stored:
+    def stored(self, conn: Connection | RawConnection, layout: Layout) -> StoredFingerprints:
         last = _last_seq(conn)
         return read_stored(conn, layout, Mark(str(meta_value(conn, EPOCH)), str(last), check=_check(conn, last)))
 

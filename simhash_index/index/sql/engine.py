@@ -26,14 +26,15 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from ... import defaults, urls
-from ...errors import IndexUnavailableError, MissingDependencyError, install_extra
+from ...errors import IndexUnavailableError, InvalidArgumentError, MissingDependencyError, install_extra
+from .dialects import dialect_of
 
 Transaction = Callable[..., AbstractContextManager[Connection]]  # SqlIndex.transaction(write=..., snapshot=...)
 WRITE = "simhash_write"  # execution option: this transaction will write
 SNAPSHOT = "simhash_snapshot"  # execution option: this transaction's reads all see one snapshot
 _DRIVERS = {"sqlite": "pysqlite", "postgresql": "psycopg"}  # the DB-API drivers this library is written for
 _LOCK_SPACE = 0x53480000  # "SH": advisory lock class ids of this library
-SCHEMA_LOCK = _LOCK_SPACE + 9  # held while a new database's tables are created
+SCHEMA_LOCK = (_LOCK_SPACE + 9, 0)  # held while a new database's tables are created
 WRITERS_LOCK = (_LOCK_SPACE + 8, 0)  # the writer lock (lock_writers); earlier versions' writers share it
 
 
@@ -93,7 +94,7 @@ class Access:
         for name in ("connect_timeout", "statement_timeout"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{name} must be a positive number of seconds; got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a positive number of seconds; got {value!r}")
 
 
 DEFAULT_ACCESS = Access()
@@ -198,6 +199,11 @@ def _sqlite_engine(url: URL, access: Access, *, memory_map: bool = False) -> Eng
     return engine
 
 
+def sqlite_file(url: URL) -> Path | None:
+    """The file of an SQLite URL, absolute; None for a database in memory or on a server."""
+    return None if url.get_backend_name() != "sqlite" or is_memory(url) else sqlite_path(url).absolute()
+
+
 def sqlite_path(url: URL) -> Path:
     """The file of an SQLite URL: its database, or the path of a `file:` URI (`?uri=true`)."""
     database = url.database or ""
@@ -281,5 +287,4 @@ def lock_writers(conn: Connection) -> None:
     """Take the writer lock for the rest of the caller's transaction: every other writer (a
     batch, a bulk load, forgetting) waits for it to end, and it for them. PostgreSQL: a
     transaction-level advisory lock; SQLite: BEGIN IMMEDIATE took the file's writer lock already."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s, %s)", WRITERS_LOCK)
+    dialect_of(conn).lock(conn, WRITERS_LOCK)

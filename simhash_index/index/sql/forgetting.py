@@ -15,12 +15,12 @@ from sqlalchemy.engine import Connection
 from ..base import Forgotten
 from ..records import key_hash
 from . import changes
+from .dialects import dialect_of
 from .engine import Transaction, lock_writers
 from .feeds import feed_for
-from .statements import MARKS, delete_where, fetch, in_parameters, one_of
+from .statements import delete_where, fetch
 
 CHUNK = 5000  # rows deleted per transaction: a crawl's writers wait at most one chunk
-
 
 
 def remove_pages(conn: Connection, ids: Sequence[int]) -> Forgotten:
@@ -38,7 +38,8 @@ def forget(transaction: Transaction, keys: Sequence[str]) -> Forgotten:
         hashes = [key_hash(key) for key in chunk]
         with transaction() as conn:
             lock_writers(conn)
-            where, values = one_of(conn.dialect.name, "key_hash", len(hashes)), in_parameters(conn.dialect.name, hashes)
+            dialect = dialect_of(conn)
+            where, values = dialect.one_of("key_hash", len(hashes)), dialect.in_parameters(hashes)
             rows = fetch(conn, f"SELECT id, key FROM simhash_documents WHERE {where}", values)
             total += remove_pages(conn, [row_id for row_id, key in rows if key in wanted])
             logged = fetch(conn, f"SELECT id, key FROM simhash_duplicates WHERE {where}", values)
@@ -56,7 +57,7 @@ def prune(transaction: Transaction, before: object) -> Forgotten:
         while True:
             with transaction() as conn:
                 lock_writers(conn)
-                mark = MARKS[conn.dialect.paramstyle]
+                mark = dialect_of(conn).mark
                 statement = f"SELECT id FROM {table} WHERE id > {mark} AND {column} < {mark} ORDER BY id LIMIT {CHUNK}"
                 ids = [row[0] for row in fetch(conn, statement, (last, before))]
                 if not ids:

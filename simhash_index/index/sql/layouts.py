@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
+from ...errors import InvalidArgumentError
 from ...fingerprinting.bits import blocks, interleaved_blocks, to_signed
 from ..probes import MAX_BLOCKS_RADIUS, MAX_HALVES_RADIUS, part_probes
+from .dialects import SqlDialect, array_text
 
 LayoutName = Literal["blocks", "halves"]
 Assignment = Literal["contiguous", "interleaved"]
@@ -40,11 +42,6 @@ HALF_KEYS = {
 _SIGN = 0x80000000
 
 
-def _array(values: list[int]) -> str:
-    """An array parameter as text ('{1,2}', cast by the statement): cheaper than the driver's lists."""
-    return "{" + ",".join(map(str, values)) + "}"
-
-
 @dataclass(frozen=True)
 class Layout:
     """A documents table's lookup layout, and the SQL that probes it."""
@@ -54,9 +51,11 @@ class Layout:
 
     def __post_init__(self) -> None:
         if self.name not in LAYOUTS:
-            raise ValueError(f"layout must be one of {LAYOUTS} ('blocks' up to a few million pages); got {self.name!r}")
+            raise InvalidArgumentError(
+                f"layout must be one of {LAYOUTS} ('blocks' up to a few million pages); got {self.name!r}"
+            )
         if self.assignment not in ASSIGNMENTS:
-            raise ValueError(f"block assignment must be one of {ASSIGNMENTS}; got {self.assignment!r}")
+            raise InvalidArgumentError(f"block assignment must be one of {ASSIGNMENTS}; got {self.assignment!r}")
 
     def describe(self) -> str:
         """ "blocks (contiguous)", "blocks (interleaved)" or "halves"."""
@@ -89,7 +88,7 @@ class Layout:
     def check_radius(self, radius: int) -> None:
         """Refuse a radius the probes cannot answer, naming the layout and its largest."""
         if radius > self.max_radius:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"the {self.name} layout answers a search radius of at most {self.max_radius} bits; got {radius} "
                 f"(lower max_distance, or use the blocks layout, which answers up to {MAX_BLOCKS_RADIUS})"
             )
@@ -132,19 +131,12 @@ class Layout:
         matched only by their text are found too; the rule leaves them out.)"""
         return _union_of_probes("fingerprint", self._probed(fingerprints, radius))
 
-    def rows_with_fingerprints(self, fingerprints: Sequence[int], dialect: str) -> tuple[str, tuple[object, ...]]:
+    def rows_with_fingerprints(self, fingerprints: Sequence[int], dialect: SqlDialect) -> tuple[str, tuple[Any, ...]]:
         """A WHERE clause for the rows whose fingerprint is one of these, and its parameters: each
         (first block or low half, fingerprint) pair one seek in the first lookup index (two IN
         lists would search every pair of the two lists)."""
-        column = self.lookup_columns[0]
         pairs = sorted({(self.first_key(fp), to_signed(fp)) for fp in fingerprints})
-        if dialect == "postgresql":
-            firsts, signed = zip(*pairs)
-            where = f"({column}, fingerprint) IN (SELECT * FROM unnest(%s::{self._key_type}[], %s::bigint[]))"
-            return where, (_array(list(firsts)), _array(list(signed)))
-        values = ",".join(f"({first},{fp})" for first, fp in pairs)  # integers computed here, never input
-        # (a bare `IN (VALUES ...)` would scan the index, not seek each pair)
-        return f"({column}, fingerprint) IN (SELECT column1, column2 FROM (VALUES {values}))", ()
+        return dialect.pairs_in(f"({self.lookup_columns[0]}, fingerprint)", pairs, (self._key_type, "bigint"))
 
     def near(self, fingerprint: int, radius: int, selected: str) -> tuple[str, tuple[object, ...]]:
         """PostgreSQL, one statement: the `selected` columns of the near rows within `radius`
@@ -157,7 +149,7 @@ class Layout:
             f"SELECT {selected} FROM simhash_documents "
             f"WHERE ({found}) AND bit_count((fingerprint # %s::bigint)::bit(64)) <= %s"
         )
-        return statement, (*(_array(values) for _, values in probed), to_signed(fingerprint), radius)
+        return statement, (*(array_text(values) for _, values in probed), to_signed(fingerprint), radius)
 
     def near_batch(self, fingerprints: Sequence[int], radius: int) -> tuple[str, tuple[object, ...]] | None:
         """PostgreSQL, blocks layout: one statement finding the near fingerprints of many, as
@@ -179,7 +171,7 @@ class Layout:
                 "AND bit_count((fingerprint # q.fp)::bit(64)) <= %s OFFSET 0) AS c"
             )
             fps, values, positions = zip(*rows)
-            parameters += [_array(list(fps)), _array(list(values)), _array(list(positions)), radius]
+            parameters += [array_text(fps), array_text(values), array_text(positions), radius]
         return " UNION ".join(lookups), tuple(parameters)
 
 

@@ -31,6 +31,7 @@ from ...fingerprinting.sketch import least_agreeing
 from ..memory.near import NearIndex, pairs_between
 from ..records import Policy, StoredPage
 from . import candidates, changes
+from .dialects import POSTGRES, SqlDialect, dialect_of
 from .engine import Transaction, lock_writers
 from .feeds import FEEDS
 from .layouts import Layout
@@ -103,7 +104,7 @@ class MemoryLookup:
     """A NearIndex of the stored fingerprints, following the table through its change feed;
     beside each fingerprint its row id and sketch bits (candidates.py)."""
 
-    def __init__(self, layout: Layout, transaction: Transaction, dialect: str) -> None:
+    def __init__(self, layout: Layout, transaction: Transaction, dialect: SqlDialect) -> None:
         """`transaction(write=..., snapshot=...)`: a transaction on the index's database."""
         self.layout = layout
         self._transaction = transaction
@@ -237,12 +238,11 @@ def table_near_pages(
     """For each signature, the stored pages within max_distance of it, oldest first, read by the
     table's lookup columns (`selected`: the columns as page_columns gives them; in the halves
     layout, pages matched only by their text may be among them: the rule leaves them out)."""
-    dialect = conn.dialect.name
     wanted = [(i, fp) for i, s in enumerate(signatures) if (fp := s.near_simhash) is not None]
     found: list[list[StoredPage]] = [[] for _ in signatures]
     if not wanted:
         return found
-    if dialect == "postgresql":
+    if dialect_of(conn).counts_bits:
         return _near_postgres(conn, layout, wanted, found, max_distance, selected)
     queries = np.array([fp for _, fp in wanted], dtype=np.uint64)
     rows = fetch(conn, *layout.batch_candidates(queries.tolist(), max_distance))
@@ -265,7 +265,7 @@ def pages_by_fingerprint(
     found: dict[int, list[StoredPage]] = {}
     if not fingerprints:
         return found
-    dialect = conn.dialect.name
+    dialect = dialect_of(conn)
     where, parameters = layout.rows_with_fingerprints(fingerprints, dialect)
     for row in fetch(conn, f"SELECT {selected} FROM simhash_documents WHERE {where}", parameters):
         page = row_page(row, dialect)
@@ -278,7 +278,8 @@ def pages_by_id(conn: Connection, ids: list[int]) -> list[StoredPage]:
     """The stored pages with these row ids (one statement; a row gone meanwhile is not there)."""
     if not ids:
         return []
-    return [row_page(row, conn.dialect.name) for row in pages_with(conn, "id", ids)]
+    dialect = dialect_of(conn)
+    return [row_page(row, dialect) for row in pages_with(conn, "id", ids)]
 
 
 def _near_postgres(
@@ -293,7 +294,8 @@ def _near_postgres(
     for the whole batch. Halves: one statement a page, all sent in one pipeline (one round trip)."""
     batch = layout.near_batch([fp for _, fp in wanted], max_distance)
     if batch is not None:
-        hits = [(n, to_unsigned(fingerprint)) for n, fingerprint in fetch(conn, *batch)]
+        # a set: with one block probed (radius 0) there is no UNION to make each hit one row
+        hits = sorted({(n, to_unsigned(fingerprint)) for n, fingerprint in fetch(conn, *batch)})
         by_fingerprint = pages_by_fingerprint(conn, layout, sorted({fp for _, fp in hits}), selected)
         for n, fingerprint in hits:
             found[wanted[n - 1][0]] += by_fingerprint.get(fingerprint, [])
@@ -312,5 +314,5 @@ def _near_postgres(
     for (position, _), cursor in zip(wanted, cursors):
         fetched = cursor.fetchall()
         cursor.close()
-        found[position] = [row_page(row, "postgresql") for row in fetched]
+        found[position] = [row_page(row, POSTGRES) for row in fetched]
     return found

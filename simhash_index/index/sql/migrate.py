@@ -22,6 +22,7 @@ from __future__ import annotations
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
+from .dialects import dialect_of
 from .layouts import Layout
 from .schema import LATER, SCHEMA_VERSION, later, tables
 from .table_indexes import build_missing_indexes
@@ -39,7 +40,7 @@ def upgrade(conn: Connection, version: str) -> None:
     if version in ("1", "2", "3"):
         conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN radius SMALLINT")
     conn.exec_driver_sql("ALTER TABLE simhash_documents ADD COLUMN words INTEGER")
-    conn.exec_driver_sql(f"ALTER TABLE simhash_documents ADD COLUMN dated {_timestamp(conn)}")
+    conn.exec_driver_sql(f"ALTER TABLE simhash_documents ADD COLUMN dated {dialect_of(conn).timestamp}")
     conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN superseded TEXT")
     conn.exec_driver_sql(f"UPDATE simhash_meta SET value = '{SCHEMA_VERSION}' WHERE name = 'schema_version'")
 
@@ -57,19 +58,11 @@ def missing_later_columns(conn: Connection) -> frozenset[str]:
 def add_later_columns(conn: Connection) -> None:
     """Give the tables the schema.LATER columns they lack (nullable columns: instant on both
     databases), in the caller's transaction."""
-    types = {"timestamp": _timestamp(conn), "integer": "INTEGER", "blob": _blob(conn)}
+    dialect = dialect_of(conn)
+    types = {"timestamp": dialect.timestamp, "integer": "INTEGER", "blob": dialect.blob}
     for name in sorted(missing_later_columns(conn)):
         table, column = name.split(".")
         conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {types[LATER[table][column]]}")
-
-
-def _timestamp(conn: Connection) -> str:
-    """The SQL type of schema.Timestamp."""
-    return "INTEGER" if conn.dialect.name == "sqlite" else "TIMESTAMP WITH TIME ZONE"
-
-
-def _blob(conn: Connection) -> str:
-    return "BLOB" if conn.dialect.name == "sqlite" else "BYTEA"
 
 
 def _from_version_1(conn: Connection) -> None:
@@ -78,10 +71,11 @@ def _from_version_1(conn: Connection) -> None:
     run("UPDATE simhash_documents SET exact_only = 1 WHERE block0 IS NULL")
     for name in ("block0", "block1", "block2", "block3", "text_hash"):  # a killed bulk load left them dropped
         run(f"DROP INDEX IF EXISTS ix_simhash_documents_{name}")
-    if conn.dialect.name == "postgresql":  # instant there; SQLite would rewrite the table (and needs 3.35)
+    dialect = dialect_of(conn)
+    if dialect.drops_columns:
         for i in range(4):
             run(f"ALTER TABLE simhash_documents DROP COLUMN block{i}")
-    if conn.dialect.name == "sqlite":  # ISO text (UTC) to whole seconds since 1970; strftime would round
+    if dialect.timestamp == "INTEGER":  # version 1's ISO text (UTC) to whole seconds since 1970; strftime would round
         for table, column in (("simhash_documents", "stored_at"), ("simhash_duplicates", "seen_at")):
             run(f"UPDATE {table} SET {column} = CAST(strftime('%s', substr({column}, 1, 19)) AS INTEGER)")
     build_missing_indexes(conn, tables(HALVES).documents)
@@ -89,8 +83,7 @@ def _from_version_1(conn: Connection) -> None:
 
 def _from_version_2(conn: Connection) -> None:
     """Two nullable columns: instant on both databases, whatever the table's size."""
-    float_type = "REAL" if conn.dialect.name == "sqlite" else "DOUBLE PRECISION"
     conn.exec_driver_sql("ALTER TABLE simhash_duplicates ADD COLUMN fingerprint BIGINT")
-    conn.exec_driver_sql(f"ALTER TABLE simhash_duplicates ADD COLUMN similarity {float_type}")
+    conn.exec_driver_sql(f"ALTER TABLE simhash_duplicates ADD COLUMN similarity {dialect_of(conn).double}")
     for name, value in (("layout", HALVES.name), ("block_assignment", HALVES.assignment)):
         conn.exec_driver_sql(f"INSERT INTO simhash_meta (name, value) VALUES ('{name}', '{value}')")

@@ -12,13 +12,15 @@ from ... import defaults
 from ...errors import (
     IndexNotFoundError,
     IndexUnavailableError,
+    InvalidArgumentError,
     LayoutMismatchError,
     SchemaVersionError,
     SchemeMismatchError,
     SimhashIndexError,
 )
 from . import migrate
-from .engine import SCHEMA_LOCK, is_memory, sqlite_path
+from .dialects import dialect_of
+from .engine import SCHEMA_LOCK, sqlite_file
 from .feeds import feed_for
 from .layouts import Layout
 from .schema import SCHEMA_VERSION, evidence_of, tables
@@ -44,9 +46,8 @@ class Opened:
 
 
 def lock_schema(conn: Connection) -> None:
-    """PostgreSQL: two processes opening a new database must not both create it."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": SCHEMA_LOCK})
+    """Two processes opening a new database must not both create it."""
+    dialect_of(conn).lock(conn, SCHEMA_LOCK)
 
 
 def stored_meta(conn: Connection) -> dict[str, str] | None:
@@ -57,10 +58,12 @@ def stored_meta(conn: Connection) -> dict[str, str] | None:
 
 
 def check_server(conn: Connection, shown: str) -> None:
-    server = conn.dialect.server_version_info or ()
-    if conn.dialect.name == "postgresql" and server < (14,):  # lookups call bit_count
+    server, dialect = conn.dialect.server_version_info or (), dialect_of(conn)
+    if server < dialect.least_server:
+        least = ".".join(map(str, dialect.least_server))
         raise SimhashIndexError(
-            f"{shown} runs PostgreSQL {'.'.join(map(str, server))}; simhash-index needs PostgreSQL 14 or later"
+            f"{shown} runs {dialect.title} {'.'.join(map(str, server))}; "
+            f"simhash-index needs {dialect.title} {least} or later"
         )
 
 
@@ -145,10 +148,10 @@ def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
     name = query.get("layout", defaults.LAYOUT)
     assignment = query.get("block_assignment", defaults.BLOCK_ASSIGNMENT)
     if not isinstance(name, str) or not isinstance(assignment, str):
-        raise ValueError("give ?layout= and ?block_assignment= once each in the URL")
+        raise InvalidArgumentError("give ?layout= and ?block_assignment= once each in the URL")
     given = Layout(name, assignment)  # type: ignore[arg-type]
     if layout is not None and layout.describe() != given.describe():
-        raise ValueError(
+        raise InvalidArgumentError(
             f"two different layouts given (the URL's and layout=): {given.describe()} and {layout.describe()}"
         )
     return url.difference_update_query(["layout", "block_assignment"]), given
@@ -156,8 +159,9 @@ def layout_in_url(url: URL, layout: Layout | None) -> tuple[URL, Layout | None]:
 
 def make_parent_folder(url: URL, shown: str) -> None:
     """Create the folder of a new SQLite file, as Scrapy's -O does for feeds."""
-    if url.get_backend_name() == "sqlite" and not is_memory(url):
+    path = sqlite_file(url)
+    if path is not None:
         try:
-            sqlite_path(url).absolute().parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise IndexUnavailableError(f"cannot create the folder of {shown}: {exc}") from None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Any, cast
 
 from sqlalchemy.engine import Connection, Dialect
@@ -20,10 +19,10 @@ from ...fingerprinting.bits import to_signed, to_unsigned
 from ...fingerprinting.fingerprinter import Signature
 from ...fingerprinting.sketch import slot_bits
 from ..records import StoredPage, key_hash
+from .dialects import SqlDialect, dialect_of
 from .layouts import Layout
 from .schema import DOCUMENTS, later
 
-MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s", "numeric": "?"}  # positional placeholders by paramstyle
 # What the rule reads of a stored page, in this order (row_page reads it back).
 PAGE_COLUMNS = "id, key, fingerprint, exact_only, text_hash, sketch, stored_at, shingles, bloom"
 BOUND = 10_000  # values one statement binds, at most: many SQLite builds allow 32,766 parameters
@@ -79,41 +78,27 @@ def upsert_duplicates(mark: str, evidence: tuple[str, ...]) -> str:
     )
 
 
-def one_of(dialect: str, column: str, count: int) -> str:
-    """A condition: `column` is one of `count` integers (bound as in_parameters gives them)."""
-    return f"{column} = ANY(%s::bigint[])" if dialect == "postgresql" else f"{column} IN ({', '.join(['?'] * count)})"
-
-
-def pages_where(dialect: str, column: str, count: int, selected: str = PAGE_COLUMNS) -> str:
+def pages_where(dialect: SqlDialect, column: str, count: int, selected: str = PAGE_COLUMNS) -> str:
     """SELECT the rule's columns (`selected`: as page_columns gives them) of the pages whose
-    `column` is one of `count` values."""
-    return f"SELECT {selected} FROM simhash_documents WHERE {one_of(dialect, column, count)}"
+    `column` is one of `count` values (bound as dialect.in_parameters gives them)."""
+    return f"SELECT {selected} FROM simhash_documents WHERE {dialect.one_of(column, count)}"
 
 
 def by_keys_or_texts(conn: Connection, key_hashes: Sequence[int], text_hashes: Sequence[int]) -> list[tuple[Any, ...]]:
     """The rule's columns of the pages with one of these key hashes or text hashes (each row once)."""
     if len(key_hashes) + len(text_hashes) <= BOUND:
-        return fetch(conn, *by_key_or_text(conn.dialect.name, key_hashes, text_hashes))
+        where, parameters = dialect_of(conn).key_or_text(key_hashes, text_hashes)
+        return fetch(conn, f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", parameters)
     rows = pages_with(conn, "key_hash", key_hashes) + pages_with(conn, "text_hash", text_hashes)
     return list({row[0]: row for row in rows}.values())
 
 
-def by_key_or_text(dialect: str, key_hashes: Sequence[int], text_hashes: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
-    """SELECT the rule's columns of the pages with one of these key hashes or text hashes."""
-    if dialect == "postgresql":
-        where = "key_hash = ANY(%s::bigint[]) OR text_hash = ANY(%s::bigint[])"
-        return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", (list(key_hashes), list(text_hashes))
-    keys, texts = ", ".join(["?"] * len(key_hashes)), ", ".join(["?"] * len(text_hashes))
-    where = f"key_hash IN ({keys})" + (f" OR text_hash IN ({texts})" if text_hashes else "")
-    return f"SELECT {PAGE_COLUMNS} FROM simhash_documents WHERE {where}", (*key_hashes, *text_hashes)
-
-
 def delete_where(conn: Connection, table: str, column: str, values: Sequence[int]) -> int:
     """Delete the rows of `table` whose `column` is one of `values`; how many there were."""
-    dialect, deleted = conn.dialect.name, 0
+    dialect, deleted = dialect_of(conn), 0
     for part in chunks(values):
-        statement = f"DELETE FROM {table} WHERE {one_of(dialect, column, len(part))}"
-        deleted += int(conn.exec_driver_sql(statement, in_parameters(dialect, part)).rowcount)
+        statement = f"DELETE FROM {table} WHERE {dialect.one_of(column, len(part))}"
+        deleted += int(conn.exec_driver_sql(statement, dialect.in_parameters(part)).rowcount)
     return deleted
 
 
@@ -121,11 +106,11 @@ def pages_with(
     conn: Connection | RawConnection, column: str, values: Sequence[int], selected: str = PAGE_COLUMNS
 ) -> list[tuple[Any, ...]]:
     """The rows (`selected` columns) of the pages whose `column` is one of `values`."""
-    dialect = conn.dialect.name
+    dialect = dialect_of(conn)
     return [
         row
         for part in chunks(values)
-        for row in fetch(conn, pages_where(dialect, column, len(part), selected), in_parameters(dialect, part))
+        for row in fetch(conn, pages_where(dialect, column, len(part), selected), dialect.in_parameters(part))
     ]
 
 
@@ -134,13 +119,8 @@ def chunks(values: Sequence[int]) -> list[Sequence[int]]:
     return [values[start : start + BOUND] for start in range(0, len(values), BOUND)]
 
 
-def in_parameters(dialect: str, values: Sequence[int]) -> tuple[Any, ...]:
-    """The parameters of one_of and pages_where: one array on PostgreSQL, each value on SQLite."""
-    return (list(values),) if dialect == "postgresql" else tuple(values)
-
-
 def document_row(
-    layout: Layout, key: str, signature: Signature, stored_at: object, hashed: int | None = None, *, dialect: str
+    layout: Layout, key: str, signature: Signature, stored_at: object, hashed: int | None = None, *, dialect: SqlDialect
 ) -> tuple[Any, ...]:
     """A documents row in document_columns order; `hashed`: key_hash(key), when known."""
     fingerprint, text = signature.simhash, signature.text_hash
@@ -154,14 +134,14 @@ def document_row(
         signature.sketch,
         stored_at,
         signature.words,
-        *(None if moment is None else db_time(dialect, moment) for moment in (signature.dated, signature.modified)),
+        *(None if moment is None else dialect.db_time(moment) for moment in (signature.dated, signature.modified)),
         signature.shingles,
         signature.bloom,
         slot_bits(signature.sketch),
     )
 
 
-def row_page(row: Sequence[Any], dialect: str) -> StoredPage:
+def row_page(row: Sequence[Any], dialect: SqlDialect) -> StoredPage:
     """A StoredPage from a row of PAGE_COLUMNS."""
     row_id, key, fingerprint, exact_only, text, sketch, stored_at, shingles, bloom = row
     signature = Signature(
@@ -172,7 +152,7 @@ def row_page(row: Sequence[Any], dialect: str) -> StoredPage:
         shingles=shingles,
         bloom=None if bloom is None else bytes(bloom),
     )
-    return StoredPage(key, signature, row_id, read_time(dialect, stored_at), row_id)
+    return StoredPage(key, signature, row_id, dialect.read_time(stored_at), row_id)
 
 
 AGES = "words, dated, modified"  # what a survivor policy compares of a stored page
@@ -184,31 +164,16 @@ def with_ages(conn: Connection | RawConnection, pages: list[StoredPage], ages: s
     ids = sorted({page.row_id for page in pages if page.row_id is not None})
     if not ids:
         return pages
-    dialect = conn.dialect.name
+    dialect = dialect_of(conn)
     found = {row[0]: row[1:] for row in pages_with(conn, "id", ids, f"id, {ages}")}
     completed = []
     for page in pages:
         words, dated, modified = found.get(page.row_id, (page.signature.words, None, None))
         known = replace(
-            page.signature, words=words, dated=read_time(dialect, dated), modified=read_time(dialect, modified)
+            page.signature, words=words, dated=dialect.read_time(dated), modified=dialect.read_time(modified)
         )
         completed.append(replace(page, signature=known) if page.row_id is not None else page)
     return completed
-
-
-def db_time(dialect: str, moment: datetime) -> object:
-    """A timestamp as the Timestamp column stores it: whole seconds on SQLite, a datetime on PostgreSQL."""
-    return int(moment.timestamp()) if dialect == "sqlite" else moment.replace(microsecond=0)
-
-
-def read_time(dialect: str, value: Any) -> datetime | None:
-    """The inverse of db_time, as an aware UTC datetime."""
-    if value is None:
-        return None
-    if dialect == "sqlite":
-        return datetime.fromtimestamp(value, timezone.utc)
-    moment: datetime = value
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)

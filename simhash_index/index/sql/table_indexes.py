@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.schema import CreateIndex
 
+from .dialects import dialect_of
 from .schema import DOCUMENTS, KEY_HASH_INDEX
 
 # Keys loaded more than once, with the key-hash index dropped: the last row of each stays, as add() would leave it.
@@ -20,24 +21,13 @@ _KEEP_LAST = f"DELETE FROM {DOCUMENTS} WHERE id NOT IN (SELECT MAX(id) FROM {DOC
 def key_indexes(conn: Connection, documents: Table) -> list[Index]:
     """The documents' indexes, less the key-hash index where the table's key_hash has the UNIQUE
     constraint that tables written before it have instead (it would be a second one)."""
-    if conn.dialect.name == "sqlite":  # the constraint's index; the primary key is the rowid
-        statement = (
-            f"SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = '{DOCUMENTS}' "
-            "AND name LIKE 'sqlite\\_autoindex\\_%' ESCAPE '\\'"
-        )
-    else:
-        statement = f"SELECT 1 FROM pg_constraint WHERE conrelid = '{DOCUMENTS}'::regclass AND contype = 'u'"
-    constrained = conn.exec_driver_sql(statement).first() is not None
+    constrained = conn.exec_driver_sql(dialect_of(conn).unique_key).first() is not None
     return [index for index in documents.indexes if not (constrained and index.name == KEY_HASH_INDEX)]
 
 
 def index_names(conn: Connection) -> set[str]:
     """The names of the indexes the documents table has (SQLAlchemy's inspector skips expression indexes)."""
-    if conn.dialect.name == "sqlite":
-        listing = f"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = '{DOCUMENTS}'"
-    else:
-        listing = f"SELECT indexname FROM pg_indexes WHERE tablename = '{DOCUMENTS}' AND schemaname = current_schema()"
-    return set(conn.exec_driver_sql(listing).scalars())
+    return set(conn.exec_driver_sql(dialect_of(conn).index_listing).scalars())
 
 
 def build_missing_indexes(conn: Connection, documents: Table) -> None:
@@ -51,14 +41,7 @@ def build_missing_indexes(conn: Connection, documents: Table) -> None:
         else:
             conn.execute(CreateIndex(index))
     if missing:
-        analyze(conn)
-
-
-def analyze(conn: Connection) -> None:
-    """PostgreSQL gathers statistics on index expressions only when it analyzes: without them its
-    planner guesses that a lookup matches a large share of the table and may scan it."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(f"ANALYZE {DOCUMENTS}")
+        dialect_of(conn).analyze(conn, DOCUMENTS)
 
 
 def _build_unique(conn: Connection, index: Index) -> None:

@@ -10,13 +10,14 @@ from sqlalchemy.engine import Connection
 
 from ..records import key_hash
 from ..texts import TextSizes
-from .statements import MARKS, execute_many, fetch
+from .dialects import dialect_of
+from .statements import execute_many, fetch
 
 TABLE = "simhash_texts"
 
 
 def create(conn: Connection) -> None:
-    blob = "BYTEA" if conn.dialect.name == "postgresql" else "BLOB"
+    blob = dialect_of(conn).blob
     conn.exec_driver_sql(
         f"CREATE TABLE IF NOT EXISTS {TABLE} (key_hash BIGINT PRIMARY KEY, key TEXT NOT NULL, body {blob} NOT NULL)"
     )
@@ -28,7 +29,7 @@ def exists(conn: Connection) -> bool:
 
 def store(conn: Connection, pages: Sequence[tuple[str, bytes]]) -> None:
     create(conn)
-    mark = MARKS[conn.dialect.paramstyle]
+    mark = dialect_of(conn).mark
     latest = dict(pages)  # a key given twice: its last text
     execute_many(
         conn,
@@ -41,7 +42,7 @@ def store(conn: Connection, pages: Sequence[tuple[str, bytes]]) -> None:
 def read(conn: Connection, keys: Sequence[str]) -> dict[str, bytes]:
     if not keys or not exists(conn):
         return {}
-    mark = MARKS[conn.dialect.paramstyle]
+    mark = dialect_of(conn).mark
     found = {}
     for key in keys:
         for stored, body in fetch(conn, f"SELECT key, body FROM {TABLE} WHERE key_hash = {mark}", (key_hash(key),)):
@@ -53,7 +54,7 @@ def read(conn: Connection, keys: Sequence[str]) -> dict[str, bytes]:
 def sizes(conn: Connection) -> TextSizes:
     if not exists(conn):
         return TextSizes(0, 0)
-    size = "octet_length(body)" if conn.dialect.name == "postgresql" else "length(body)"
+    size = f"{dialect_of(conn).byte_length}(body)"
     count, total = fetch(conn, f"SELECT count(*), coalesce(sum({size}), 0) FROM {TABLE}", ())[0]
     return TextSizes(int(count), int(total))
 

@@ -26,8 +26,9 @@ from ..base import Keyed
 from ..memory.near import pairs_between
 from ..records import Match, Policy, key_hash, now
 from . import batch, changes
+from .dialects import SqlDialect
 from .engine import Transaction, lock_writers
-from .feeds import feed_for
+from .feeds import FEEDS
 from .layouts import Layout
 from .lookup import Lookup, MemoryLookup
 
@@ -38,14 +39,20 @@ WAIT_FOR_LOCK_MS = 200
 CONTENDED = {"55P03", "40P01", "23503"}
 
 
-
 class Writer:
     """Decides an SQL index's batches and counts the rows it writes (to trim the change log)."""
 
     def __init__(
-        self, transaction: Transaction, layout: Layout, lookup: Lookup, evidence: tuple[str, ...], where: str
+        self,
+        transaction: Transaction,
+        layout: Layout,
+        lookup: Lookup,
+        evidence: tuple[str, ...],
+        where: str,
+        dialect: SqlDialect,
     ) -> None:
         self.layout = layout
+        self.dialect = dialect
         self.lookup = lookup
         self.evidence = evidence
         self.optimistic = 0  # batches committed without waiting for the lock first
@@ -53,8 +60,8 @@ class Writer:
         self._where = where
         self._written = 0  # rows written since the change log was last trimmed
 
-    def check_and_add_many(self, pages: Sequence[Keyed], policy: Policy, dialect: str) -> list[Match | None]:
-        if dialect == "postgresql" and isinstance(self.lookup, MemoryLookup):
+    def check_and_add_many(self, pages: Sequence[Keyed], policy: Policy) -> list[Match | None]:
+        if self.dialect.concurrent_writers and isinstance(self.lookup, MemoryLookup):
             answers = self._optimistic(self.lookup, pages, policy)
             if answers is not None:
                 self.optimistic += 1
@@ -64,7 +71,7 @@ class Writer:
     def wrote(self, conn: Connection, rows: int, *, locked: bool = True) -> None:
         """Every changes.TRIM_EVERY rows this process wrote, trim the change log (under the writer lock)."""
         self._written += rows
-        feed = feed_for(conn)
+        feed = FEEDS[self.dialect]
         if self._written >= changes.TRIM_EVERY and feed.installed(conn):
             if not locked:
                 lock_writers(conn)
