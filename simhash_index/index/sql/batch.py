@@ -13,18 +13,17 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 from sqlalchemy.engine import Connection
 
 from ...fingerprinting.bits import to_signed
 from ...fingerprinting.fingerprinter import Signature
 from .. import rule
 from ..base import Keyed
-from ..memory.near import pairs_between
+from ..chunk import Chunk
 from ..records import Match, Policy, StoredPage, key_hash
 from .dialects import dialect_of
 from .layouts import Layout
-from .lookup import Nearby, NearPages
+from .lookup import NearPages
 from .statements import (
     by_keys_or_texts,
     delete_where,
@@ -36,8 +35,6 @@ from .statements import (
     upsert_duplicates,
     with_ages,
 )
-
-_BATCH_ORDER = 1 << 62  # the age rank of pages stored by the batch: younger than every stored row
 
 
 def check_and_add_many(
@@ -97,7 +94,7 @@ def _demote(
     logged before are moved when the batch is written: Stored.moved)."""
     match, matched = decision.match, decision.matched
     assert match is not None and matched is not None  # a page that supersedes one matched it
-    old = stored.supersede(matched, key)
+    old = stored.supersede_page(matched, key)
     documents.pop(old.key, None)
     for dropped, (evidence, target) in list(logged.items()):
         if target.key == old.key:
@@ -105,8 +102,9 @@ def _demote(
     logged[old.key] = (old.signature, replace(match, key=key, fingerprint=signature.simhash))
 
 
-class Stored:
-    """The stored pages the batch can see, read up front, and the pages it stores as it goes."""
+class Stored(Chunk):
+    """The stored pages the batch can see, read up front, and the pages it stores as it goes;
+    `moved`: the row id of each stored page it superseded, and the key that superseded it."""
 
     def __init__(
         self,
@@ -121,80 +119,27 @@ class Stored:
         self.hashes = hashes
         wanted = sorted(set(self.hashes.values()))
         texts = sorted({to_signed(s.text_hash) for _, s in pages if s.text_hash is not None})
-        self._by_key: dict[str, StoredPage] = {}
-        self._by_text: dict[int, list[StoredPage]] = {}
+        by_key: dict[str, StoredPage] = {}
+        by_text: dict[int, list[StoredPage]] = {}
         for row in by_keys_or_texts(conn, wanted, texts):  # the pages with a key or a text of the batch, one read
             page = row_page(row, dialect)
             if page.key in self.hashes:
-                self._by_key[page.key] = page
+                by_key[page.key] = page
             if page.signature.text_hash is not None and to_signed(page.signature.text_hash) in texts:
-                self._by_text.setdefault(page.signature.text_hash, []).append(page)
-        self._signatures, self._policy, self._moment = [s for _, s in pages], policy, moment
-        self._near: list[Nearby] = near(conn, self._signatures, policy, self._settles)
-        self._keys = [key for key, _ in pages]
-        self._close = _within(pages, policy.max_distance)
-        self._batch: dict[str, StoredPage] = {}  # stored (or updated) by this batch, by key
-        self._batch_texts: dict[int, dict[str, None]] = {}  # their keys by text hash
-        self._position: dict[str, int] = {}  # the position in the batch of each page it stored
-        self._gone: set[str] = set()  # superseded by a page of this batch
+                by_text.setdefault(page.signature.text_hash, []).append(page)
+        super().__init__(pages, policy, moment, by_key=by_key, by_text=by_text)
+        self.near = near(conn, self.signatures, policy, self.settles)
         self.moved: dict[int, str] = {}  # row id of a superseded page -> the key that superseded it
         self._conn = conn
 
-    def own(self, key: str) -> StoredPage | None:
-        if key in self._gone:
-            return None
-        return self._batch.get(key) or self._by_key.get(key)
+    def stored_again(self, key: str) -> StoredPage | None:
+        """A page superseded before in the batch and stored again: its row stays, with its duplicates."""
+        known = self.by_key.get(key)
+        if known is not None and known.row_id is not None:
+            self.moved.pop(known.row_id, None)
+        return known
 
-    def same_text(self, text_hash: int | None) -> list[StoredPage]:
-        if text_hash is None:
-            return []
-        found = [p for p in self._by_text.get(text_hash, ()) if p.key not in self._batch and p.key not in self._gone]
-        return found + [self._batch[key] for key in self._batch_texts.get(text_hash, ())]
-
-    def nearby(self, position: int) -> list[StoredPage]:
-        """The stored pages near the batch's page at `position` (only the nearest, when one of
-        those still in sight settles it), and the pages this batch stored within the radius."""
-        nearby = self._near[position]
-        found = [page for page in nearby.pages if page.key not in self._batch and page.key not in self._gone]
-        # the lookup found one of the nearest that settles it: only if this batch hid some may it be gone
-        hidden = len(found) < len(nearby.pages)
-        if nearby.rest is not None and hidden and not any(self._settles(position, page) for page in found):
-            nearby.pages += nearby.rest()  # the nearest that settled it went with this batch
-            nearby.rest = None
-            return self.nearby(position)
-        for other in self._close.get(position, ()):
-            key = self._keys[other]
-            if self._position.get(key) == other:
-                found.append(self._batch[key])
-        return found
-
-    def _settles(self, position: int, page: StoredPage) -> bool:
-        return rule.settles(self._signatures[position], page, self._policy, self._moment)
-
-    def add(self, key: str, signature: Signature, position: int) -> None:
-        """The batch's page at `position` is stored under `key` (a new row, or its own updated)."""
-        known = self.own(key)
-        if key in self._gone:  # superseded, then stored again: its row stays, with its duplicates
-            self._gone.discard(key)
-            known = self._by_key.get(key)
-            if known is not None and known.row_id is not None:
-                self.moved.pop(known.row_id, None)
-        if known is None:
-            known = StoredPage(key, signature, _BATCH_ORDER + len(self._batch) + len(self._gone))
-        self._leave(key)
-        self._batch[key] = replace(known, signature=signature)
-        self._position[key] = position
-        if signature.text_hash is not None:
-            self._batch_texts.setdefault(signature.text_hash, {})[key] = None
-
-    def _leave(self, key: str) -> None:
-        """The page the batch stored under `key`, if any, out of what the batch sees."""
-        page = self._batch.pop(key, None)
-        self._position.pop(key, None)
-        if page is not None and page.signature.text_hash is not None:
-            self._batch_texts[page.signature.text_hash].pop(key, None)
-
-    def supersede(self, page: StoredPage, new: str) -> StoredPage:
+    def supersede_page(self, page: StoredPage, new: str) -> StoredPage:
         """Take the stored page out of what the batch sees; its row, if it has one, is deleted
         when the batch is written, and the duplicates logged against it move to `new`."""
         old = page.key
@@ -203,8 +148,7 @@ class Stored:
         for row, target in self.moved.items():
             if target == old:
                 self.moved[row] = new
-        self._leave(old)
-        self._gone.add(old)
+        self.supersede(old)
         return page
 
     def complete(self, page: StoredPage) -> StoredPage:
@@ -220,18 +164,6 @@ class Stored:
 class Vanished(Exception):
     """A page the batch matched went before the batch was written (possible only when the batch
     was decided before the writer lock): decide it again."""
-
-
-def _within(pages: Sequence[Keyed], radius: int) -> dict[int, list[int]]:
-    """For each page of the batch, the positions of the others within `radius` (none for pages
-    matched by text only): in memory linear in the batch (near.pairs_between)."""
-    positions = [i for i, (_, signature) in enumerate(pages) if signature.near_simhash is not None]
-    values = np.array([pages[i][1].near_simhash for i in positions], np.uint64)
-    close: dict[int, list[int]] = {}
-    for a, b in zip(*pairs_between(values, values, radius)):
-        if a != b:
-            close.setdefault(positions[a], []).append(positions[b])
-    return close
 
 
 def _write(

@@ -17,7 +17,6 @@ held, and a lookup that reads about probes x N / 65,536 index entries of the blo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Literal, Protocol, get_args
 
@@ -28,6 +27,7 @@ from ...errors import IndexUnavailableError
 from ...fingerprinting.bits import to_unsigned
 from ...fingerprinting.fingerprinter import Signature
 from ...fingerprinting.sketch import least_agreeing
+from ..chunk import Nearby
 from ..memory.near import NearIndex, pairs_between
 from ..records import Policy, StoredPage
 from . import candidates, changes
@@ -43,15 +43,6 @@ STALE_SHARE = 4  # build anew once more fingerprints left the table than a quart
 MIN_STALE = 10_000
 
 Settles = Callable[[int, StoredPage], bool]  # (position in the batch, near page): rule.settles
-
-
-@dataclass
-class Nearby:
-    """The stored pages near one page of a batch, oldest first: all of them, or (`rest` not
-    None) the nearest, one of which settles the page, and `rest` reads the others."""
-
-    pages: list[StoredPage]
-    rest: Callable[[], list[StoredPage]] | None = None
 
 
 NearPages = Callable[[Connection, Sequence[Signature], Policy, Settles], list[Nearby]]
