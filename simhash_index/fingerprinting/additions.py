@@ -11,7 +11,7 @@ A page checked against a stored one brings its shingles in text order (`Shingled
 it is new to the stored page when none of the shingles that hold it is in the stored page's
 bitmap. An inserted sentence or a rewritten section shows each of its words new; a renamed word
 shows one (the shingles of its neighbours hold old words too); a removal shows none. Only runs of
-more than REWORDING new words count: a renamed term or a short rewording adds nothing. A shingle
+more than REWORDING new words count: a word renamed here and there adds nothing. A shingle
 the stored page lacks may still find both its bits set by other shingles (with probability
 fill ** 2, `fill` the share of bits set: about 5% at BITS): a new word is seen new with
 probability q = (1 - fill ** 2) ** n for shingles of n words (0.86 for 3), so
@@ -43,7 +43,7 @@ from .sketch import jaccard_of
 BITS = 8  # a shingle: a renamed word then shows as one word, and 25 new words as 21 or so
 MIN_BITS = 256
 MAX_BITS = 131_072  # 16 KiB: a page of more than 16,384 distinct shingles has fewer than BITS each
-REWORDING = 3  # new tokens in a run of at most this many (a renamed term, a short rewording) add nothing
+REWORDING = 1  # new tokens in a run of at most this many (a renamed word here and there) add nothing
 CHARACTERS_PER_WORD = 1.8
 DOUBT = 0.01  # a page is taken to add less than a threshold only when the odds it does not are below this
 
