@@ -11,7 +11,7 @@ import pytest
 from crawling import CrawlResult, crawl
 from sites import build_site, english_article, page, serve
 
-from simhash_index import SimhashIndex
+from simhash_index import SimhashIndex, defaults
 
 
 def _check_dedup(base: str, info: dict, result, db_url: str) -> None:
@@ -58,7 +58,8 @@ def test_crawl_drops_near_duplicates_and_recrawl_keeps_decisions(site, db_url: s
     assert second.stat("simhash/dropped") == first.stat("simhash/dropped")
     # the start says whether the index is new, or how many pages it holds
     assert "simhash: a new index, created at " in first.log and "simhash: the index at " not in first.log
-    assert re.search(rf"simhash: the index at \S.* holds {first.stat('simhash/kept')} pages \(radius 6\)", second.log)
+    held = rf"simhash: the index at \S.* holds {first.stat('simhash/kept')} pages \(radius {defaults.MAX_DISTANCE}\)"
+    assert re.search(held, second.log)
 
 
 @dataclass
@@ -137,7 +138,7 @@ def test_a_bad_setting_is_one_error_line_and_exit_status_1(tmp_path: Path, sqlit
 def test_a_missing_folder_is_created_and_an_unusable_index_exits_1(shared_crawl: SharedCrawl, tmp_path: Path) -> None:
     created = shared_crawl.result
     assert created.returncode == 0 and shared_crawl.db.is_file() and created.stat("simhash/kept") > 0
-    assert f"simhash: a new index, created at {shared_crawl.db} (radius 6); " in created.log
+    assert f"simhash: a new index, created at {shared_crawl.db} (radius {defaults.MAX_DISTANCE}); " in created.log
     (tmp_path / "file").write_text("a file where a folder should be")
     blocked = crawl(f"{shared_crawl.base}/index.html", f"sqlite:///{tmp_path / 'file' / 'db.sqlite'}", tmp_path / "run")
     assert blocked.returncode == 1, blocked.log[-2000:]

@@ -24,6 +24,7 @@ from simhash_index import (
     SchemeMismatchError,
     Signature,
     SimhashIndex,
+    defaults,
     hamming,
 )
 from simhash_index.fingerprinting.bits import to_unsigned
@@ -612,7 +613,7 @@ def test_the_halves_layout_refuses_a_radius_it_cannot_answer(request):
     with SimhashIndex(url) as index:  # the default radius, capped at what the layout answers
         assert index.max_distance == MAX_HALVES_RADIUS
     with SimhashIndex(request.getfixturevalue("postgres_url")) as index:
-        assert index.max_distance == 6
+        assert index.max_distance == defaults.MAX_DISTANCE
 
 
 # -- property: check_and_add follows its documented rules ------------------------------------------
@@ -931,7 +932,7 @@ resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 rng = random.Random(6)
 pages = [(f"https://big.example/{n}", Signature(rng.getrandbits(64), n)) for n in range(30_000)]
 pages += [(f"https://copy.example/{n}", Signature(s.simhash ^ 1, 10**6 + n)) for n, (_, s) in enumerate(pages[:50])]
-with SimhashIndex(sys.argv[1]) as index:
+with SimhashIndex(sys.argv[1], max_distance=6) as index:  # 8 bits: a pair of the 30,000 in ten by chance
     answers = index.check_and_add_many(pages)
     assert answers[:30_000] == [None] * 30_000, "a page of the batch matched another by chance"
     assert [m.key for m in answers[30_000:]] == [key for key, _ in pages[:50]]

@@ -42,7 +42,7 @@ def open_index(
     """The index at `url`: `sqlite:///path` or `postgresql://...` (SqlIndex),
     `redis://host:6379/0` (RedisIndex) or `memory://` (MemoryIndex, this process only).
 
-    max_distance: the search radius, 0 to 7; None: the default (6), or the largest radius the
+    max_distance: the search radius, 0 to 8; None: the default (8), or the largest radius the
     index's layout answers when that is smaller (a "halves" SQL index: 5). A radius chosen beyond
     the layout's largest is refused.
     added_words: a similar page that may add this many words to the stored page (a tenth of
