@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks.added_words import added, units
-from benchmarks.multilingual_corpus import NEAR, truth_pairs, write_jsonl
+from benchmarks.tools.multilingual_corpus import NEAR, truth_pairs, write_jsonl
 from simhash_index.fingerprinting.fingerprinter import DEFAULT
 from simhash_index.text.extract import extract_text
 from simhash_index.text.tokens import is_cjk_text, shingles
