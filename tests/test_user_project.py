@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crawling import SPIDER, CrawlResult, crawl, readme_block, user_project
+from crawling import SPIDER, CrawlResult, crawl, docs_block, user_project
 from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
@@ -33,9 +33,9 @@ def readme_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     extension = 'EXTENSIONS = {**globals().get("EXTENSIONS", {}), "myproject.extensions.DroppedPages": 500}\n'
     with serve(root) as base:
         project = user_project(
-            tmp_path, SPIDER.format(paths=cluster, base=base), readme_block(request.param) + extension
+            tmp_path, SPIDER.format(paths=cluster, base=base), docs_block(request.param) + extension
         )
-        (project / "myproject" / "extensions.py").write_text(readme_block("dropped-extension"), encoding="utf-8")
+        (project / "myproject" / "extensions.py").write_text(docs_block("dropped-extension"), encoding="utf-8")
         result = crawl("", db_url, tmp_path / "out", cwd=project, spider="pages")
     return ReadmeCrawl(base, cluster, project, db_url, result)
 
@@ -136,7 +136,7 @@ def test_a_url_fetched_again_reaches_the_storage_once_and_again_when_changed(tmp
     back = page("A", english_article(82)).replace("<ul>", '<ul><li><a href="/index.html">home</a></li>', 1)
     (root / "a.html").write_text(back, encoding="utf-8")
     update = "<p>" + " ".join(english_article(83)[0].split()[:40]) + "</p>"
-    settings = readme_block("pipeline-settings") + 'ITEM_PIPELINES = {"myproject.pipelines.Received": 300}\n'
+    settings = docs_block("pipeline-settings") + 'ITEM_PIPELINES = {"myproject.pipelines.Received": 300}\n'
     db_url = f"sqlite:///{tmp_path / 'simhash.db'}"
     with serve(root) as base:
         project = user_project(tmp_path, FOLLOWING_SPIDER.format(base=base, update=update), settings)
