@@ -172,7 +172,9 @@ def docs_block(marker: str) -> str:
     found = [
         block.group(1)
         for document in DOCUMENTS
-        for block in re.finditer(rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", document.read_text(encoding="utf-8"), re.S)
+        for block in re.finditer(
+            rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", document.read_text(encoding="utf-8"), re.S
+        )
     ]
     assert len(found) == 1, f"{len(found)} {marker} blocks in the README and docs/, not one"
     return found[0]

@@ -232,7 +232,9 @@ def test_the_settings_table_gives_todays_defaults() -> None:
     }
     for setting, value in today.items():
         shown = rows[setting].strip().strip("`")
-        assert shown == str(value) or float(shown) == value, f"docs/scrapy.md says {setting} defaults to {shown}; it is {value}"
+        assert shown == str(value) or float(shown) == value, (
+            f"scrapy.md says {setting} defaults to {shown}, not {value}"
+        )
 
 
 # -- a benchmark edits the docs only when asked, and only its own section --------------------

@@ -32,9 +32,7 @@ def readme_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     db_url = f"sqlite:///{tmp_path / 'simhash.db'}"
     extension = 'EXTENSIONS = {**globals().get("EXTENSIONS", {}), "myproject.extensions.DroppedPages": 500}\n'
     with serve(root) as base:
-        project = user_project(
-            tmp_path, SPIDER.format(paths=cluster, base=base), docs_block(request.param) + extension
-        )
+        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), docs_block(request.param) + extension)
         (project / "myproject" / "extensions.py").write_text(docs_block("dropped-extension"), encoding="utf-8")
         result = crawl("", db_url, tmp_path / "out", cwd=project, spider="pages")
     return ReadmeCrawl(base, cluster, project, db_url, result)
