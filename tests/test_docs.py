@@ -197,6 +197,7 @@ RETIRED = {  # what earlier versions had, which no other page may present as cur
     r"(?i)radius,? 6,? (?:by default|the default)": "radius 6 was the default until 2026-12-06 (now 8)",
     r"(?i)\(6 by default\)|\b6 by default\b": "radius 6 was the default until 2026-12-06 (now 8)",
     r"(?i)at the default radius,? 6\b|None: 6\b|the radius \(6\)": "radius 6 was the default until 2026-12-06 (now 8)",
+    r"(?i)\bthe default\s+6\b": "radius 6 was the default until 2026-12-06 (now 8)",
 }
 
 

@@ -1,4 +1,4 @@
-"""The pipeline in a separate Scrapy project, set up exactly as the README says."""
+"""The pipeline in a separate Scrapy project, set up exactly as the README and docs/scrapy.md say."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class ReadmeCrawl:
 
 @pytest.fixture(scope="module", params=["pipeline-settings", "pipeline-settings-explicit"])
 def readme_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ReadmeCrawl:
-    """A new project set up with one of the README's settings blocks and its DroppedPages
+    """A new project set up with one of the documented settings blocks and its DroppedPages
     extension, crawling the site's first cluster: one crawl read by several tests."""
     tmp_path = tmp_path_factory.mktemp("readme")
     root = tmp_path / "site"
