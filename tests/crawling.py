@@ -163,9 +163,18 @@ class PagesSpider(scrapy.Spider):
 """
 
 
-def readme_block(marker: str) -> str:
-    """The ```python block after the README's <!-- marker: ... --> comment."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = re.search(rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", readme, re.S)
-    assert block, f"README has no {marker} block"
-    return block.group(1)
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def docs_block(marker: str) -> str:
+    """The ```python block after the <!-- marker: ... --> comment, in the one document that holds it
+    (the README or a page of docs/)."""
+    found = [
+        block.group(1)
+        for document in DOCUMENTS
+        for block in re.finditer(
+            rf"<!-- {marker}:.*?-->\s*```python\n(.*?)```", document.read_text(encoding="utf-8"), re.S
+        )
+    ]
+    assert len(found) == 1, f"{len(found)} {marker} blocks in the README and docs/, not one"
+    return found[0]

@@ -6,7 +6,7 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from crawling import REPO, crawl, user_project
+from crawling import crawl, docs_block, user_project
 from driving import make_pipeline, process, simhash_stats, stop
 from scrapy.exceptions import DropItem
 from sites import english_article, page, serve
@@ -16,9 +16,7 @@ from simhash_index.scrapy.pipeline import RepeatedPage, SimhashDedupPipeline
 from simhash_index.scrapy.stats import OUTCOMES
 
 ARTICLE = page("Report", english_article(21))
-README_SETTINGS = (
-    (REPO / "README.md").read_text().split("<!-- pipeline-settings:")[1].split("```python\n")[1].split("```")[0]
-)
+README_SETTINGS = docs_block("pipeline-settings")
 ZH_TEXT = "".join(english_article(1)[0].split()[:5]) + "城市交通部门今天发布了新的出行指南，市民可以在网上查询。" * 20
 
 

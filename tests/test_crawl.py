@@ -73,7 +73,7 @@ class SharedCrawl:
 @pytest.fixture(scope="module")
 def shared_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCrawl]:
     """One crawl of the test site that several tests read (a crawl costs seconds): breadth-first,
-    at DEBUG level, into an SQLite file in folders not made yet (the README's example)."""
+    at DEBUG level, into an SQLite file in folders not made yet (docs/scrapy.md's example)."""
     tmp_path = tmp_path_factory.mktemp("shared")
     info = build_site(tmp_path / "site")
     db = tmp_path / "new" / "folder" / "db.sqlite"

@@ -193,6 +193,11 @@ RETIRED = {  # what earlier versions had, which no other page may present as cur
     r"(?i)halves\W+\(?the default": "the halves layout was the default until 2026-11-23",
     r"(?i)this version writes \*\*[1-4]\*\*": "schema 5 is written since 2026-11-25",
     r"(?i)advisory locks? on every block": "PostgreSQL writers take one writer lock since 2026-11-27",
+    r"(?i)default(?: search)? radius(?: is|,| of| was)?,? 6\b": "radius 6 was the default until 2026-12-06 (now 8)",
+    r"(?i)radius,? 6,? (?:by default|the default)": "radius 6 was the default until 2026-12-06 (now 8)",
+    r"(?i)\(6 by default\)|\b6 by default\b": "radius 6 was the default until 2026-12-06 (now 8)",
+    r"(?i)at the default radius,? 6\b|None: 6\b|the radius \(6\)": "radius 6 was the default until 2026-12-06 (now 8)",
+    r"(?i)\bthe default\s+6\b": "radius 6 was the default until 2026-12-06 (now 8)",
 }
 
 
@@ -204,12 +209,15 @@ def test_no_page_names_a_retired_layout_or_default_as_current(document: Path) ->
         assert found is None, f"{document.name}: {found.group(0)!r}: {what}; history goes in docs/{CHANGELOG}"
 
 
-def test_the_readme_settings_table_gives_todays_defaults() -> None:
+SETTINGS_PAGE = README.parent / "docs" / "scrapy.md"  # the settings table
+
+
+def test_the_settings_table_gives_todays_defaults() -> None:
     from simhash_index import defaults
     from simhash_index.fingerprinting.fingerprinter import Fingerprinter
     from simhash_index.text.extract import ExtractOptions
 
-    rows = dict(re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| ([^|]*) \|", README.read_text(encoding="utf-8"), re.M))
+    rows = dict(re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \| ([^|]*) \|", SETTINGS_PAGE.read_text(encoding="utf-8"), re.M))
     today = {
         "SIMHASH_MAX_DISTANCE": defaults.MAX_DISTANCE,
         "SIMHASH_MIN_SIMILARITY": defaults.MIN_SIMILARITY,
@@ -225,7 +233,9 @@ def test_the_readme_settings_table_gives_todays_defaults() -> None:
     }
     for setting, value in today.items():
         shown = rows[setting].strip().strip("`")
-        assert shown == str(value) or float(shown) == value, f"README says {setting} defaults to {shown}; it is {value}"
+        assert shown == str(value) or float(shown) == value, (
+            f"scrapy.md says {setting} defaults to {shown}, not {value}"
+        )
 
 
 # -- a benchmark edits the docs only when asked, and only its own section --------------------

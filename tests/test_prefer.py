@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from crawling import SPIDER, CrawlResult, crawl, readme_block, user_project
+from crawling import SPIDER, CrawlResult, crawl, docs_block, user_project
 from racing import GROUPS, PROCESSES, make_groups, run_workers
 from sites import POSTS, SNAPSHOTS, VERSIONS, build_snapshots, build_versioned_docs, serve
 
@@ -251,11 +251,11 @@ def test_the_readme_storage_pipeline_replaces_a_superseded_item(tmp_path: Path, 
     root = tmp_path / "site"
     root.mkdir()
     kinds = build_versioned_docs(root)
-    settings = readme_block("pipeline-settings") + readme_block("prefer-settings")
+    settings = docs_block("pipeline-settings") + docs_block("prefer-settings")
     with serve(root) as base:
         paths = [path for paths in kinds.values() for path in paths]
         project = user_project(tmp_path, SPIDER.format(paths=paths, base=base), settings)
-        (project / "myproject" / "pipelines.py").write_text(readme_block("superseded-pipeline"), encoding="utf-8")
+        (project / "myproject" / "pipelines.py").write_text(docs_block("superseded-pipeline"), encoding="utf-8")
         result = crawl("", sqlite_url, tmp_path / "out", cwd=project, spider="pages")
     assert result.returncode == 0, result.log[-3000:]
     stored = json.loads((project / "pages.json").read_text())

@@ -1,6 +1,6 @@
 """Every SIMHASH_* setting: a bad value stops the start with one line naming it, a good one
 takes effect, and one that changes an existing index's scheme or layout says so before the
-crawl fetches anything. The README's settings table lists every setting."""
+crawl fetches anything. docs/scrapy.md's settings table lists every setting."""
 
 from __future__ import annotations
 
@@ -326,13 +326,15 @@ def test_scheme_difference_names_each_part_and_its_setting() -> None:
     assert "\n" not in unknown and "\n" not in layout_hint("a\nb")
 
 
-# -- the README documents every setting ------------------------------------------------
+# -- docs/scrapy.md documents every setting ------------------------------------------------
+
+SETTINGS_PAGE = REPO / "docs" / "scrapy.md"  # its "Settings" table
 
 
-def readme_settings_table() -> dict[str, str]:
-    """Each row of the README's settings table: setting -> the rest of its row."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    return dict(re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \|(.*)\|$", readme, re.MULTILINE))
+def documented_settings_table() -> dict[str, str]:
+    """Each row of docs/scrapy.md's settings table: setting -> the rest of its row."""
+    page = SETTINGS_PAGE.read_text(encoding="utf-8")
+    return dict(re.findall(r"^\| `(SIMHASH_[A-Z_]+)` \|(.*)\|$", page, re.MULTILINE))
 
 
 class Recording(Settings):
@@ -348,12 +350,12 @@ class Recording(Settings):
         return super().__getitem__(name)
 
 
-def test_every_setting_read_is_known_and_in_the_readme() -> None:
+def test_every_setting_read_is_known_and_documented() -> None:
     settings = Recording({})
     PipelineSettings.from_settings(settings)
     SkipSettings.from_settings(settings)
     assert settings.read == set(KNOWN), sorted(settings.read ^ set(KNOWN))
-    assert set(readme_settings_table()) == set(KNOWN)
+    assert set(documented_settings_table()) == set(KNOWN)
 
 
 def test_an_unknown_setting_is_a_warning_naming_the_closest_known_one(tmp_path: Path, sqlite_url: str) -> None:
@@ -364,13 +366,13 @@ def test_an_unknown_setting_is_a_warning_naming_the_closest_known_one(tmp_path: 
     assert result.returncode == 0 and result.stat("simhash/kept") == 1, result.log[-3000:]
     warnings = [line.partition(" WARNING: ")[2] for line in result.log.splitlines() if "unknown setting" in line]
     assert warnings == [
-        "simhash: unknown setting SIMHASH_COLOUR, ignored: the README's Settings list the known ones",
+        "simhash: unknown setting SIMHASH_COLOUR, ignored: docs/scrapy.md's Settings list the known ones",
         "simhash: unknown setting SIMHASH_MAX_DISTNCE, ignored: did you mean SIMHASH_MAX_DISTANCE?",
     ]
 
 
-def test_the_readme_says_which_settings_need_a_new_database() -> None:
-    documented = readme_settings_table()
+def test_the_docs_say_which_settings_need_a_new_database() -> None:
+    documented = documented_settings_table()
     for setting in ("SIMHASH_FINGERPRINTER", "SIMHASH_MIN_TEXT_LENGTH", "SIMHASH_WORD_WEIGHTS"):
         assert "new database" in documented[setting], setting
     for setting in ("SIMHASH_INDEX_LAYOUT", "SIMHASH_BLOCK_ASSIGNMENT"):

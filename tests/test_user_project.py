@@ -1,4 +1,4 @@
-"""The pipeline in a separate Scrapy project, set up exactly as the README says."""
+"""The pipeline in a separate Scrapy project, set up exactly as the README and docs/scrapy.md say."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from crawling import SPIDER, CrawlResult, crawl, readme_block, user_project
+from crawling import SPIDER, CrawlResult, crawl, docs_block, user_project
 from sites import build_site, english_article, page, serve
 
 from simhash_index import SimhashIndex
@@ -24,7 +24,7 @@ class ReadmeCrawl:
 
 @pytest.fixture(scope="module", params=["pipeline-settings", "pipeline-settings-explicit"])
 def readme_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ReadmeCrawl:
-    """A new project set up with one of the README's settings blocks and its DroppedPages
+    """A new project set up with one of the documented settings blocks and its DroppedPages
     extension, crawling the site's first cluster: one crawl read by several tests."""
     tmp_path = tmp_path_factory.mktemp("readme")
     root = tmp_path / "site"
@@ -32,10 +32,8 @@ def readme_crawl(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     db_url = f"sqlite:///{tmp_path / 'simhash.db'}"
     extension = 'EXTENSIONS = {**globals().get("EXTENSIONS", {}), "myproject.extensions.DroppedPages": 500}\n'
     with serve(root) as base:
-        project = user_project(
-            tmp_path, SPIDER.format(paths=cluster, base=base), readme_block(request.param) + extension
-        )
-        (project / "myproject" / "extensions.py").write_text(readme_block("dropped-extension"), encoding="utf-8")
+        project = user_project(tmp_path, SPIDER.format(paths=cluster, base=base), docs_block(request.param) + extension)
+        (project / "myproject" / "extensions.py").write_text(docs_block("dropped-extension"), encoding="utf-8")
         result = crawl("", db_url, tmp_path / "out", cwd=project, spider="pages")
     return ReadmeCrawl(base, cluster, project, db_url, result)
 
@@ -136,7 +134,7 @@ def test_a_url_fetched_again_reaches_the_storage_once_and_again_when_changed(tmp
     back = page("A", english_article(82)).replace("<ul>", '<ul><li><a href="/index.html">home</a></li>', 1)
     (root / "a.html").write_text(back, encoding="utf-8")
     update = "<p>" + " ".join(english_article(83)[0].split()[:40]) + "</p>"
-    settings = readme_block("pipeline-settings") + 'ITEM_PIPELINES = {"myproject.pipelines.Received": 300}\n'
+    settings = docs_block("pipeline-settings") + 'ITEM_PIPELINES = {"myproject.pipelines.Received": 300}\n'
     db_url = f"sqlite:///{tmp_path / 'simhash.db'}"
     with serve(root) as base:
         project = user_project(tmp_path, FOLLOWING_SPIDER.format(base=base, update=update), settings)

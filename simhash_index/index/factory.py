@@ -202,5 +202,9 @@ def _option_in_url(url: str | URL, name: str) -> tuple[str | URL, str | None]:
 
 def SimhashIndex(url: str | URL = defaults.DATABASE_URL, **options: Any) -> Index:  # noqa: N802 - the name users know
     """`open_index` under the name the library has always had: a factory, not a class (the
-    index's class depends on the URL; `isinstance(index, Index)` holds for every one)."""
+    index's class depends on the URL; `isinstance(index, Index)` holds for every one).
+
+    It takes `open_index`'s arguments, with its defaults: max_distance None (the radius 8, or 5
+    on a "halves" index), min_similarity 0.88, added_words 25 (None: the plain similarity rule),
+    prefer "first", and the rest as `open_index` documents them."""
     return open_index(url, **options)

@@ -217,7 +217,7 @@ class SimhashDedupPipeline:
     async def process_item(self, item: Any, spider: Any = None) -> Any:
         """Returns the item (kept, or passed through unchecked) or raises DropItem.
 
-        Each item is counted in exactly one outcome stat (see the README's Stats).
+        Each item is counted in exactly one outcome stat (docs/scrapy.md, "Stats").
         """
         checked = self._prepare(item)
         if checked is None:

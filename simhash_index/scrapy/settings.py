@@ -22,7 +22,7 @@ from ..workers import default_size
 
 ON_DB_ERROR = ("stop", "pass")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-KNOWN = (  # every setting read (the README's settings table lists each)
+KNOWN = (  # every setting read (docs/scrapy.md's settings table lists each)
     "SIMHASH_ENABLED",
     "SIMHASH_DATABASE_URL",
     "SIMHASH_MAX_DISTANCE",
@@ -148,7 +148,7 @@ def unknown_settings(settings: BaseSettings) -> list[str]:
     warnings = []
     for name in sorted(n for n in settings if isinstance(n, str) and n.startswith("SIMHASH_") and n not in KNOWN):
         closest = difflib.get_close_matches(name.removeprefix("SIMHASH_"), known, n=1)
-        hint = f"did you mean {known[closest[0]]}?" if closest else "the README's Settings list the known ones"
+        hint = f"did you mean {known[closest[0]]}?" if closest else "docs/scrapy.md's Settings list the known ones"
         warnings.append(f"simhash: unknown setting {name}, ignored: {hint}")
     return warnings
 
