@@ -182,11 +182,6 @@ def test_the_readme_table_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert (tmp_path / "report.html").stat().st_size > 0 and (tmp_path / "deduped.warc.gz").stat().st_size > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simhash_index/cli/comparing.py names the --max-distance option (None when not given), "
-    "not the radius searched (index.max_distance)",
-)
 def test_query_names_the_radius_it_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SIMHASH_DATABASE_URL", raising=False)

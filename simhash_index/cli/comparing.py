@@ -77,7 +77,8 @@ def query(
     if not matches:
         given = url or text_file or html_file or simhash_hex
         others = " other" if url is not None else ""
-        click.echo(f"no{others} stored page within {max_distance} bits of {formats.visible(str(given))}", err=True)
+        radius = index.max_distance
+        click.echo(f"no{others} stored page within {radius} bits of {formats.visible(str(given))}", err=True)
 
 
 def find_page(index: Index, url: str) -> evidence.Found:

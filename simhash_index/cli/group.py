@@ -143,7 +143,7 @@ def format_option(
         "--format",
         "fmt",
         type=click.Choice(choices),
-        help=f"Output format [default: table on a terminal, {piped} when piped].",
+        help=f"Output format [default: {choices[0]} on a terminal, {piped} when piped].",
     )
 
 
