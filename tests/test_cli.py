@@ -53,7 +53,7 @@ DROPPED = [
     ("https://news.example.org/b/print", B, "https://news.example.org/b", 0, False),
     ("https://example.com/short2", None, "https://example.com/short", 0, True),
 ]
-DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "radius", "seen_at")
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "added", "exact", "radius", "seen_at")
 
 
 def _check_and_add(index: SimhashIndex, url: str, fingerprint: int | None):
@@ -121,12 +121,15 @@ def dropped_rows(seen: dict[str, datetime], keep=lambda row: True) -> list[tuple
 def expected_duplicates(fmt: str, rows: list[tuple]) -> str:
     r = FILLED_RADIUS
     if fmt == "table":
-        shown = [(u, of, d, "", "yes" if e else "no", r, second(s)) for u, of, d, e, s in rows]
-        return table(DUPLICATE_COLUMNS, shown, right=("distance", "similarity", "radius"))
+        shown = [(u, of, d, "", 0 if e else "", "yes" if e else "no", r, second(s)) for u, of, d, e, s in rows]
+        return table(DUPLICATE_COLUMNS, shown, right=("distance", "similarity", "added", "radius"))
     if fmt == "csv":
-        return as_csv(DUPLICATE_COLUMNS, [(u, of, d, "", str(e).lower(), r, iso(s)) for u, of, d, e, s in rows])
-    # these pages have no sketches: no similarity
-    objects = [dict(zip(DUPLICATE_COLUMNS, (u, of, d, None, e, r, iso(s)))) for u, of, d, e, s in rows]
+        csv_rows = [(u, of, d, "", 0 if e else "", str(e).lower(), r, iso(s)) for u, of, d, e, s in rows]
+        return as_csv(DUPLICATE_COLUMNS, csv_rows)
+    # these pages have no sketches: no similarity, and what a near copy adds is not known (an exact copy adds 0)
+    objects = [
+        dict(zip(DUPLICATE_COLUMNS, (u, of, d, None, 0 if e else None, e, r, iso(s)))) for u, of, d, e, s in rows
+    ]
     return as_json(objects) if fmt == "json" else as_jsonl(objects)
 
 

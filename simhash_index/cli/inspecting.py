@@ -55,7 +55,8 @@ def duplicates(
 
     One row per dropped page, in the order they were first dropped: url,
     duplicate_of, distance, similarity (the sketches' estimate; empty for an
-    exact-text match), exact, seen_at (UTC).
+    exact-text match), added (about how many words the page adds to the one it
+    duplicates; empty when not known), exact, radius, seen_at (UTC).
     """
     if near and exact:
         raise click.UsageError("give at most one of --near and --exact")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .reports import Stats
 
 
-DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "exact", "radius", "seen_at")
+DUPLICATE_COLUMNS = ("url", "duplicate_of", "distance", "similarity", "added", "exact", "radius", "seen_at")
 
 
 def score(similarity: float | None) -> float | None:
@@ -30,13 +30,14 @@ def write_duplicates(duplicates: Iterable[Duplicate], fmt: str, out: TextIO) -> 
             "duplicate_of": d.duplicate_of,
             "distance": d.distance,
             "similarity": score(d.similarity),
+            "added": d.added,
             "exact": d.exact,
             "radius": d.radius,
             "seen_at": d.seen_at,
         }
         for d in duplicates
     )
-    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance", "similarity", "radius"})
+    write_rows(rows, DUPLICATE_COLUMNS, fmt, out, numeric={"distance", "similarity", "added", "radius"})
 
 
 def write_matches(matches: Iterable[Match], fmt: str, out: TextIO) -> None:

@@ -115,6 +115,7 @@ def duplicate_of_entry(entry: dict[bytes, bytes]) -> Duplicate:
         float(score) if score else None,
         int(radius) if radius else None,
         text_of(entry[b"superseded"]) if b"superseded" in entry else None,
+        int(entry[b"added"]) if b"added" in entry else None,
     )
 
 

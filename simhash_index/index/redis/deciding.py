@@ -64,7 +64,8 @@ def decide(server: Server, pages: Sequence[Keyed], follower: Follower, policy: P
 
 
 def _evidence(match: Match) -> list[str]:
-    return [str(match.distance), "1" if match.exact else "0", similarity_text(match.similarity)]
+    added = "" if match.added is None else str(match.added)
+    return [str(match.distance), "1" if match.exact else "0", similarity_text(match.similarity), added]
 
 
 class Seen(Chunk):

@@ -246,6 +246,7 @@ local function log_duplicate(key, fp, target, evidence, now)
     'distance', evidence.distance, 'exact', evidence.exact, 'seen_at', now, 'radius', evidence.radius)
   if fp ~= '' then redis.call('HSET', entry, 'fingerprint', fp) end
   if evidence.similarity ~= '' then redis.call('HSET', entry, 'similarity', evidence.similarity) end
+  if evidence.added ~= '' then redis.call('HSET', entry, 'added', evidence.added) end
   if evidence.reason ~= '' then redis.call('HSET', entry, 'superseded', evidence.reason) end
 end
 
@@ -319,8 +320,8 @@ spent()  -- the clock of the time budgets starts
 if command == 'write' then
   -- epoch, position (the last change the writer read), now, radius, then what the writer
   -- decided, in order: 'S' and a page (codec.page_args): store it; 'D', key, fingerprint, stored
-  -- key, distance, exact, similarity: log a duplicate; 'X', stored key, superseding key,
-  -- fingerprint, distance, exact, similarity, reason: the stored page superseded.
+  -- key, distance, exact, similarity, added: log a duplicate; 'X', stored key, superseding key,
+  -- fingerprint, distance, exact, similarity, added, reason: the stored page superseded.
   -- Refused when the index was emptied since ({'epoch'}), or the stream moved past the
   -- position: {'moved', what the entries since say (at most MISSED of them)}, or {'behind'};
   -- else {'ok', what the entries this call appended say}.
@@ -337,15 +338,15 @@ if command == 'write' then
       page, i = read_page(i + 1)
       store(page, now)
     elseif op == 'D' then
-      local evidence = {distance = ARGV[i + 4], exact = ARGV[i + 5], similarity = ARGV[i + 6], reason = '',
-        radius = radius}
+      local evidence = {distance = ARGV[i + 4], exact = ARGV[i + 5], similarity = ARGV[i + 6],
+        added = ARGV[i + 7], reason = '', radius = radius}
       log_duplicate(ARGV[i + 1], ARGV[i + 2], stored_target(ARGV[i + 3]), evidence, now)
-      i = i + 7
+      i = i + 8
     elseif op == 'X' then
       local evidence = {distance = ARGV[i + 4], exact = ARGV[i + 5], similarity = ARGV[i + 6],
-        reason = ARGV[i + 7], radius = radius}
+        added = ARGV[i + 7], reason = ARGV[i + 8], radius = radius}
       supersede(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], evidence, now)
-      i = i + 8
+      i = i + 9
     else
       return redis.error_reply('simhash_index: unknown write ' .. tostring(op))
     end
