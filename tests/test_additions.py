@@ -122,6 +122,9 @@ def test_a_page_that_adds_a_section_is_kept_and_one_that_changes_a_word_is_dropp
         word = index.check_and_add("https://docs.example/word", pages["word"])
         assert word is not None and word.key == "https://docs.example/v1"
         assert word.added is not None and word.added <= 3
+        if word.superseded is None:  # the log keeps what the dropped page added
+            logged = index.duplicate("https://docs.example/word")
+            assert logged is not None and logged.added == word.added
         section = index.check_and_add("https://docs.example/v2", pages["section"])
         swap = index.check_and_add("https://docs.example/v3", pages["swap"])
         stored = {key for key in ("v1", "v2", "v3", "word") if index.get(f"https://docs.example/{key}") is not None}
