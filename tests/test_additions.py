@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from simhash_index import SimhashIndex
 from simhash_index.fingerprinting.additions import BITS, MAX_BITS, MIN_BITS, SketchBound, added, bits_for
 from simhash_index.fingerprinting.fingerprinter import DEFAULT, Signature
+from simhash_index.index.explain import explain
 
 VOCABULARY = [f"word{i}" for i in range(3000)]
 
@@ -144,3 +145,15 @@ def test_the_plain_similarity_rule_drops_what_adds(any_url):
         index.check_and_add("https://docs.example/v1", pages["base"])
         match = index.check_and_add("https://docs.example/v2", pages["section"])
         assert match is not None and match.key == "https://docs.example/v1"
+
+
+def test_explain_says_what_a_page_that_superseded_another_adds_to_it(any_url):
+    """The log's words for a superseded page are those the page that took its place adds to it."""
+    pages = versions()
+    with SimhashIndex(any_url, prefer="longest") as index:
+        index.check_and_add("https://docs.example/v1", pages["base"])
+        section = index.check_and_add("https://docs.example/v2", pages["section"])
+        assert section is not None and section.superseded == "longer" and section.added >= 25
+        reasons = explain(index, "https://docs.example/v2").reasons()
+    line = next(r for r in reasons if r.startswith("  https://docs.example/v1: "))
+    assert f"to which this page adds about {section.added} words; this page is longer" in line, line

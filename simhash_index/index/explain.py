@@ -139,7 +139,8 @@ class Explanation:
             lines += [f"  {d.key}: {_evidence(d)}" for d in self.dropped]
         if self.superseded:
             lines.append(f"superseded: {len(self.superseded)} page(s), stored before it")
-            lines += [f"  {d.key}: {_evidence(d)}; this page is {d.superseded}" for d in self.superseded]
+            for d in self.superseded:
+                lines.append(f"  {d.key}: {_evidence(d, superseded=True)}; this page is {d.superseded}")
         return lines
 
     def _decision(self) -> list[str]:
@@ -185,12 +186,18 @@ class Explanation:
         return lines
 
 
-def _evidence(duplicate: Duplicate) -> str:
-    """How near a logged page is to the page it was logged against."""
+def _evidence(duplicate: Duplicate, *, superseded: bool = False) -> str:
+    """How near a logged page is to the page it was logged against; for a superseded page, the
+    words logged are those the page that superseded it adds to it."""
     if duplicate.exact:
         return "the same normalised text"
     shown = "similarity not logged" if duplicate.similarity is None else f"similarity {duplicate.similarity:.3f}"
-    added = "" if duplicate.added is None else f", adding about {words(duplicate.added)} to it"
+    if duplicate.added is None:
+        added = ""
+    elif superseded:
+        added = f", to which this page adds about {words(duplicate.added)}"
+    else:
+        added = f", adding about {words(duplicate.added)} to it"
     return f"{duplicate.distance} bits, {shown}{added}"
 
 
