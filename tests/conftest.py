@@ -197,6 +197,12 @@ def with_layout(url: str, layout: str) -> str:
     return make_url(url).update_query_dict({"layout": layout}).render_as_string(hide_password=False)
 
 
+# A SQL table's layout decides only its own lookup (`?lookup=sql`, `query`): writers look up in
+# memory, so a test of what writers decide overrides index_url's or fresh_db_urls' params with these
+# (`pytest.mark.parametrize("index_url", ONE_LAYOUT, indirect=True)`).
+ONE_LAYOUT = ["sqlite", "postgres", "redis"]
+
+
 @pytest.fixture(params=["sqlite", "sqlite-halves", "postgres", "postgres-halves", "redis"])
 def index_url(request: pytest.FixtureRequest) -> str:
     """The index suite's backends: SQL in both layouts ("blocks", the default, and "halves"), and Redis."""

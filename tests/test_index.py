@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from conftest import delete_redis_keys, driver, examples, without_layout
+from conftest import ONE_LAYOUT, delete_redis_keys, driver, examples, without_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
@@ -669,6 +669,7 @@ def operations(draw):
     return draw(st.integers(0, max(RADII))), ops
 
 
+@pytest.mark.parametrize("index_url", ONE_LAYOUT, indirect=True)
 def test_check_and_add_follows_the_model(db_url):
     indexes = open_at_radii(db_url)
     try:
@@ -725,6 +726,7 @@ def signed_operations(draw):
     return ops
 
 
+@pytest.mark.parametrize("index_url", ONE_LAYOUT, indirect=True)
 def test_every_backend_decides_as_the_rule_in_python(db_url):
     """The Python rule (index/rule.py, run by the memory index) is the specification: each backend,
     the Redis script included, gives the same answers on random sequences, similarity checks too."""
@@ -875,6 +877,7 @@ def batched_operations(draw):
     return pages, cuts
 
 
+@pytest.mark.parametrize("index_url", ONE_LAYOUT, indirect=True)
 def test_batches_decide_as_pages_one_at_a_time(db_url):
     """check_and_add_many over any cut of a sequence answers and stores as check_and_add on
     each page in order, on the memory index that follows rule.py."""

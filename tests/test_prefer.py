@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import ONE_LAYOUT
 from crawling import SPIDER, CrawlResult, crawl, docs_block, user_project
 from racing import GROUPS, PROCESSES, make_groups, run_workers
 from sites import POSTS, SNAPSHOTS, VERSIONS, build_snapshots, build_versioned_docs, serve
@@ -180,6 +181,7 @@ def check_longest(rounds, barrier, results) -> None:
         results.put((number, "ok", returned))
 
 
+@pytest.mark.parametrize("fresh_db_urls", ONE_LAYOUT, indirect=True)
 def test_concurrent_writers_keep_the_longest_of_each_group(fresh_db_urls):
     """Processes check copies of the same groups at once, each copy of its own length: one page
     of each group survives, the longest, and every other page is logged as its duplicate."""
