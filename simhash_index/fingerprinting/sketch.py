@@ -15,6 +15,7 @@ on real pages (docs/accuracy.md, Accuracy).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 
 import numpy as np
 import numpy.typing as npt
@@ -106,6 +107,7 @@ def slot_bits(sketch: bytes | None) -> bytes | None:
     return np.packbits(np.frombuffer(sketch, np.uint8) & 1, bitorder="little").tobytes()
 
 
+@cache  # asked before each batch's lookup
 def least_agreeing(min_similarity: float, slots: int = DEFAULT_SLOTS) -> int:
     """The fewest slots of `slots` that must agree for estimate_jaccard to reach `min_similarity`."""
     return next((count for count in range(slots + 1) if jaccard_of(count, slots) >= min_similarity), slots + 1)

@@ -95,10 +95,10 @@ class Chunk:
         a page superseded before in the chunk and stored again is a new page: see `stored_again`)."""
         known = self.stored_again(key) if key in self.gone else self.own(key)
         self.gone.discard(key)
-        if known is None:
-            known = StoredPage(key, signature, next(self._stored))
         self._leave(key)
-        self._chunk[key] = replace(known, signature=signature)
+        self._chunk[key] = (
+            StoredPage(key, signature, next(self._stored)) if known is None else replace(known, signature=signature)
+        )
         self._position[key] = position
         if signature.text_hash is not None:
             self._texts.setdefault(signature.text_hash, {})[key] = None
