@@ -135,8 +135,12 @@ def format_installed(conn: Connection | RawConnection) -> bool:
     return meta_value(conn, FEED) == FEED_VERSION and meta_value(conn, ENTRIES) == ENTRIES_VERSION
 
 
-def record_install(conn: Connection) -> None:
-    """An installed log: an empty floor, a new epoch (writers following the old log build anew)."""
+def install(conn: Connection, ddl: Sequence[str]) -> None:
+    """The log made anew by a feed's statements: an empty floor, a new epoch (writers following
+    the old log build anew)."""
+    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {CHANGES}")
+    for statement in ddl:
+        conn.exec_driver_sql(statement)
     set_meta(conn, FLOOR, "0")
     set_meta(conn, EPOCH, uuid.uuid4().hex)
     set_meta(conn, FEED, FEED_VERSION)

@@ -26,7 +26,6 @@ from .changes import (
     changes_of,
     format_installed,
     read_stored,
-    record_install,
     set_meta,
 )
 from .layouts import Layout
@@ -110,12 +109,8 @@ class PostgresFeed:
         )
 
     def install(self, conn: Connection) -> None:
-        if self.installed(conn):
-            return
-        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {CHANGES}")
-        for statement in DDL:
-            conn.exec_driver_sql(statement)
-        record_install(conn)
+        if not self.installed(conn):
+            changes.install(conn, DDL)
 
     def stored(self, conn: Connection | RawConnection, layout: Layout) -> StoredFingerprints:
         snapshot, epoch, newest, key = fetch(

@@ -23,7 +23,6 @@ from .changes import (
     format_installed,
     meta_value,
     read_stored,
-    record_install,
     set_meta,
 )
 from .layouts import Layout
@@ -70,12 +69,8 @@ class SqliteFeed:
         return bool(fetch(conn, listing, ())[0][0] == len(TRIGGERS))
 
     def install(self, conn: Connection) -> None:
-        if self.installed(conn):
-            return
-        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {CHANGES}")
-        for statement in DDL:
-            conn.exec_driver_sql(statement)
-        record_install(conn)
+        if not self.installed(conn):
+            changes.install(conn, DDL)
 
     def stored(self, conn: Connection | RawConnection, layout: Layout) -> StoredFingerprints:
         last = _last_seq(conn)
