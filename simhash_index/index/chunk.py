@@ -7,11 +7,12 @@ then asks rule.decide about each page with what Chunk gives it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from ..fingerprinting.fingerprinter import Signature
 from . import rule
@@ -132,3 +133,27 @@ def _within(pages: Sequence[Keyed], radius: int) -> dict[int, list[int]]:
         if a != b:
             close.setdefault(positions[a], []).append(positions[b])
     return close
+
+
+def touches(
+    pages: Sequence[Keyed],
+    keys: Container[object],
+    texts: Container[object],
+    fingerprints: npt.NDArray[np.uint64],
+    radius: int,
+    *,
+    key_of: Callable[[str], object],
+    text_of: Callable[[int], object],
+) -> bool:
+    """Whether pages that came or went (their `keys` and `texts` as `key_of` and `text_of` give a
+    page's key and text hash, and their near-matchable `fingerprints`) share a key or a text with
+    these pages, or come within `radius` of one of their fingerprints: then a decision on these
+    pages may no longer hold."""
+    if any(key_of(key) in keys for key, _ in pages):
+        return True
+    if any(s.text_hash is not None and text_of(s.text_hash) in texts for _, s in pages):
+        return True
+    near = [fp for _, s in pages if (fp := s.near_simhash) is not None]
+    if not near or not len(fingerprints):
+        return False
+    return bool(len(pairs_between(np.array(near, np.uint64), fingerprints, radius)[0]))

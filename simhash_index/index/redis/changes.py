@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...fingerprinting.fingerprinter import Signature
+from .. import chunk
 from .codec import hex_or_empty, key_hash, text_of
 
 KEEP = 200_000  # entries the stream keeps (at least); a writer further behind reads every fingerprint again
@@ -71,17 +72,10 @@ def _split16(run: bytes) -> list[str]:
 
 
 def touches(changes: Changes, pages: Sequence[tuple[str, Signature]], radius: int) -> bool:
-    """Whether pages that came or went share a key or a text with these pages, or come within
-    `radius` of one of their fingerprints (then a decision on these pages may no longer hold)."""
-    if any(key_hash(key) in changes.keys for key, _ in pages):
-        return True
-    if any(s.text_hash is not None and hex_or_empty(s.text_hash) in changes.texts for _, s in pages):
-        return True
-    near = [fp for _, s in pages if (fp := s.near_simhash) is not None]
-    if not near or not len(changes.fingerprints):
-        return False
-    ours = np.array(near, np.uint64)
-    return bool((np.bitwise_count(ours[:, None] ^ changes.fingerprints[None, :]) <= radius).any())
+    """Whether pages that came or went touch these pages (chunk.touches)."""
+    return chunk.touches(
+        pages, changes.keys, changes.texts, changes.fingerprints, radius, key_of=key_hash, text_of=hex_or_empty
+    )
 
 
 def position_after(a: str, b: str) -> bool:

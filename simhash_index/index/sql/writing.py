@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 from sqlalchemy.engine import Connection
 
 from ...errors import IndexUnavailableError, SimhashIndexError
 from ...fingerprinting.bits import to_signed
+from .. import chunk
 from ..base import Keyed
-from ..memory.near import pairs_between
 from ..records import Match, Policy, key_hash, now
 from . import batch, changes
 from .dialects import SqlDialect
@@ -130,17 +129,11 @@ class _Met(Exception):
 
 
 def touches(found: changes.Changes, pages: Sequence[Keyed], radius: int) -> bool:
-    """Whether rows that came or went share a key or a text with the batch's pages, or come
-    within `radius` of one of their fingerprints."""
+    """Whether rows that came or went touch the batch's pages (chunk.touches)."""
     touched = found.touched
-    if any(key_hash(key) in touched.keys for key, _ in pages):
-        return True
-    if any(s.text_hash is not None and to_signed(s.text_hash) in touched.texts for _, s in pages):
-        return True
-    near = [fp for _, s in pages if (fp := s.near_simhash) is not None]
-    if not near or not len(touched.fingerprints):
-        return False
-    return bool(len(pairs_between(np.array(near, np.uint64), touched.fingerprints, radius)[0]))
+    return chunk.touches(
+        pages, touched.keys, touched.texts, touched.fingerprints, radius, key_of=key_hash, text_of=to_signed
+    )
 
 
 def _sqlstate(error: BaseException) -> str | None:
