@@ -77,6 +77,13 @@ class Decision:
             verdict = self.added_to
         return None if verdict is None else verdict.page
 
+    def displaced(self) -> tuple[Match, StoredPage]:
+        """The match and the stored page of a decision that supersedes it (step 5)."""
+        matched = self.matched
+        if self.match is None or self.match.superseded is None or matched is None:
+            raise RuntimeError(f"simhash_index: a decision that supersedes no page: {self!r}")
+        return self.match, matched
+
     @property
     def added_to(self) -> Verdict | None:
         """The first similar stored page the page adds words to (why it was not its duplicate)."""

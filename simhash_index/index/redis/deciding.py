@@ -54,8 +54,7 @@ def decide(server: Server, pages: Sequence[Keyed], follower: Follower, policy: P
             decided.ops += ["S", *page_args(key, signature)]
             seen.add(key, signature, position)
             if decision.supersedes:
-                matched = decision.matched
-                assert match is not None and matched is not None  # a page that supersedes one matched it
+                match, matched = decision.displaced()
                 fingerprint = hex_or_empty(matched.signature.simhash)
                 decided.ops += ["X", matched.key, key, fingerprint, *_evidence(match), match.superseded or ""]
                 seen.supersede(matched.key)

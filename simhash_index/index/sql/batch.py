@@ -92,8 +92,7 @@ def _demote(
     """The page `key` superseded its match: the match leaves the stored pages and is logged as
     its duplicate, and the duplicates logged against the match in this batch follow it (those
     logged before are moved when the batch is written: Stored.moved)."""
-    match, matched = decision.match, decision.matched
-    assert match is not None and matched is not None  # a page that supersedes one matched it
+    match, matched = decision.displaced()
     old = stored.supersede_page(matched, key)
     documents.pop(old.key, None)
     for dropped, (evidence, target) in list(logged.items()):
