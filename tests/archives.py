@@ -28,6 +28,13 @@ def html_response(
     return writer.create_warc_record(url, "response", payload=io.BytesIO(data), length=len(data), http_headers=http)
 
 
+def request_record(writer: WARCWriter, url: str) -> Any:
+    """A request record of `url`."""
+    return writer.create_warc_record(
+        url, "request", http_headers=StatusAndHeaders("GET / HTTP/1.1", [], is_http_request=True)
+    )
+
+
 def write_archive(path: Path, *, compress: bool) -> dict[str, str]:
     """An archive with three copies of one article, another article, an image, a 404,
     a request, a metadata record and a warcinfo; returns the response URLs' expected fate."""
@@ -42,9 +49,7 @@ def write_archive(path: Path, *, compress: bool) -> dict[str, str]:
         writer = WARCWriter(stream, gzip=compress)
         writer.write_record(writer.create_warcinfo_record(path.name, {"software": "test"}))
         for url, body in pages.items():
-            request = writer.create_warc_record(
-                url, "request", http_headers=StatusAndHeaders("GET / HTTP/1.1", [], is_http_request=True)
-            )
+            request = request_record(writer, url)
             response = html_response(writer, url, body)
             response.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
             writer.write_record(request)

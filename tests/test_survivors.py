@@ -15,10 +15,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from archives import html_response, request_record
 from commands import ok, run
 from sites import dated_page, english_article, page
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from simhash_index import SimhashIndex
@@ -71,15 +71,9 @@ def write_week(path: Path, week: str, pages: dict[str, str], *, padding: int = 0
         writer = WARCWriter(stream, gzip=True)
         writer.write_record(writer.create_warcinfo_record(path.name, {"software": "test"}))
         for url, html in pages.items():
-            request = writer.create_warc_record(
-                url, "request", http_headers=StatusAndHeaders("GET / HTTP/1.1", [], is_http_request=True)
-            )
+            request = request_record(writer, url)
             request.rec_headers.replace_header("WARC-Date", WEEKS[week])
-            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
-            data = html.encode("utf-8")
-            response = writer.create_warc_record(
-                url, "response", payload=io.BytesIO(data), length=len(data), http_headers=http
-            )
+            response = html_response(writer, url, html)
             response.rec_headers.replace_header("WARC-Date", WEEKS[week])
             response.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
             writer.write_record(request)
